@@ -1,0 +1,35 @@
+"""Every numerical tolerance used by :mod:`persuasive`, in one place.
+
+Changing a value here changes it everywhere; no other module hard-codes a tolerance.
+"""
+
+from __future__ import annotations
+
+#: Probabilities given by the user must sum to one within this absolute tolerance.
+PROB_SUM_ATOL: float = 1e-9
+
+#: A covariance matrix is positive semi-definite if its smallest eigenvalue is at least
+#: ``-PSD_RTOL * largest eigenvalue``; positive definite if the smallest is above ``+PSD_RTOL * largest``.
+PSD_RTOL: float = 1e-10
+
+#: Rows of a Markov kernel must sum to one within this absolute tolerance.
+KERNEL_ROW_ATOL: float = 1e-9
+
+#: Two outputs of a deterministic statistic are considered equal within this absolute tolerance
+#: (used when deciding whether a dataset of a discrete prior is consistent with an observed output).
+OUTPUT_ATOL: float = 1e-9
+
+#: Relative loss values within this absolute tolerance of a threshold count as equal to it;
+#: the PP event is Δ <= κ, so a loss that exceeds κ by less than this is *not* a failure.
+#: Used only when comparing audit values to certificates, never to shrink a certificate.
+LOSS_ATOL: float = 1e-9
+
+#: Posterior variances below ``VAR_RTOL * prior variance`` are treated as zero (exposure).
+VAR_RTOL: float = 1e-12
+
+#: Smallest prior weight q of the two-point prior used by audits of Prop 6 (the infimum is the
+#: limit q -> 0 and is not attained, MATH.md §6).
+TWO_POINT_Q_MIN: float = 1e-12
+
+#: Default confidence level 1 - beta of Clopper-Pearson bounds in Monte Carlo audits.
+MC_CONFIDENCE: float = 0.99

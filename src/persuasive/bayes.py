@@ -1,0 +1,210 @@
+r"""Exact Bayes updates :math:`Q_T(dx) \propto Q(dx)\, m(x, T)` (eq. 1, Bon et al. 2026).
+
+This is the one place where posteriors are computed. Supported pairs (all exact):
+
+=============================  ==============================================================
+prior                          mechanism
+=============================  ==============================================================
+DiscretePrior                  any mechanism with a likelihood (reweighting, log domain)
+GaussianPrior                  ExactMean / LinearStatistic (degenerate conditioning on Ax = t)
+GaussianPrior                  GaussianMechanism (T = x + N(0, σ²I))
+GaussianPrior                  Chain(ExactMean | LinearStatistic, GaussianMechanism)
+IndependentCellsPrior          CellSuppression (cell-wise truncation / point mass)
+any of the above               Joint(M, K) with K post-processing (Prop 4: Q_{T,U} = Q_T)
+any of the above               Composition(M₁, M₂) (sequential update)
+=============================  ==============================================================
+
+Anything else raises :class:`~persuasive.errors.UnsupportedCombinationError`: the library never
+silently approximates a posterior.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+from scipy.special import logsumexp
+
+from persuasive import _tolerances as tol
+from persuasive.errors import UnsupportedCombinationError, ValidationError
+from persuasive.mechanisms import (
+    CellSuppression,
+    Chain,
+    Composition,
+    ExactMean,
+    GaussianMechanism,
+    Joint,
+    LinearStatistic,
+    Mechanism,
+)
+from persuasive.priors import DiscretePrior, GaussianPrior, IndependentCellsPrior, Prior
+
+
+def _unsupported(prior: Prior, mechanism: Mechanism, what: str = "posterior") -> NoReturn:
+    raise UnsupportedCombinationError(
+        f"no exact {what} for {type(prior).__name__} x {type(mechanism).__name__}; supported: "
+        "DiscretePrior x any mechanism with a likelihood, GaussianPrior x ExactMean / "
+        "LinearStatistic / GaussianMechanism / Chain(linear, GaussianMechanism), "
+        "IndependentCellsPrior x CellSuppression (and Joint / Composition of these)"
+    )
+
+
+def _linear_gaussian(mechanism: Mechanism, n: int) -> tuple[NDArray[np.float64], float] | None:
+    """(A, noise variance) if the mechanism is T = A x + N(0, s² I), else None."""
+    if isinstance(mechanism, (ExactMean, LinearStatistic)):
+        return mechanism.coefficients(n), 0.0
+    if isinstance(mechanism, GaussianMechanism):
+        return np.eye(n), mechanism.sigma**2
+    if (isinstance(mechanism, Chain) and isinstance(mechanism.first, (ExactMean, LinearStatistic))
+            and isinstance(mechanism.post, GaussianMechanism)):
+        return mechanism.first.coefficients(n), mechanism.post.sigma**2
+    return None
+
+
+def gaussian_condition(
+    mean: NDArray[np.float64], cov: NDArray[np.float64], A: NDArray[np.float64],  # noqa: N803
+    noise_var: float, t: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""Posterior moments of :math:`x \sim N(\mu, \Sigma)` given :math:`T = Ax + e`,
+    :math:`e \sim N(0, s^2 I)` (s = 0 allowed: degenerate conditioning, MATH.md §8).
+
+    .. math:: m = \mu + \Sigma A^\top G^{+}(t - A\mu), \quad
+              V = \Sigma - \Sigma A^\top G^{+} A \Sigma, \quad G = A\Sigma A^\top + s^2 I
+
+    :math:`G^+` is the pseudo-inverse from an eigendecomposition, so a rank-deficient
+    :math:`A\Sigma A^\top` (redundant statistics) is handled without inverting a singular matrix.
+    """
+    sa = cov @ A.T
+    g = A @ sa + noise_var * np.eye(A.shape[0])
+    w, u = np.linalg.eigh(0.5 * (g + g.T))
+    keep = w > tol.PSD_RTOL * max(float(w[-1]), 1e-300)
+    resid = t - A @ mean
+    coef = (u[:, keep] / w[keep]) @ (u[:, keep].T @ resid)
+    m = mean + sa @ coef
+    proj = sa @ u[:, keep]
+    v = cov - (proj / w[keep]) @ proj.T
+    return m, 0.5 * (v + v.T)
+
+
+def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
+    r"""The data-posterior :math:`Q_T` of ``prior`` after observing ``t`` from ``mechanism``.
+
+    Parameters
+    ----------
+    prior : Prior
+        The Receiver's data-prior Q.
+    mechanism : Mechanism
+        The release kernel M (known to the Receiver, Assumption 1).
+    t : output
+        The observed output T.
+
+    Returns
+    -------
+    Prior
+        :math:`Q_T(dx) \propto Q(dx)\, m(x, T)`, of the same family as ``prior``.
+
+    Raises
+    ------
+    UnsupportedCombinationError
+        When no exact update exists for the pair.
+    ValidationError
+        When ``t`` has probability zero under the prior predictive.
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> q = pp.GaussianPrior([0.0, 0.0], [3.0, 1.0])
+    >>> post = pp.posterior(q, pp.ExactMean(), 1.0)
+    >>> post.mean().round(6).tolist(), round(float(post.marginal_var()[0]), 6)
+    ([1.5, 0.5], 0.75)
+    """
+    if isinstance(mechanism, Joint):
+        t1, _ = t
+        return posterior(prior, mechanism.first, t1)
+    if isinstance(mechanism, Composition):
+        t1, t2 = t
+        return posterior(posterior(prior, mechanism.first, t1), mechanism.second, t2)
+    if isinstance(prior, DiscretePrior):
+        log_w = prior.log_probs + mechanism.log_likelihood(prior.support, t)
+        if not np.isfinite(np.max(log_w)):
+            raise ValidationError(f"t = {t!r} has probability zero under the prior predictive")
+        keep = np.isfinite(log_w)
+        return DiscretePrior._from_log_weights(prior.support[keep], log_w[keep])
+    if isinstance(prior, GaussianPrior):
+        lg = _linear_gaussian(mechanism, prior.dim)
+        if lg is None:
+            _unsupported(prior, mechanism)
+        A, s2 = lg  # noqa: N806
+        tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
+        m, v = gaussian_condition(prior.mean_, prior.cov_, A, s2, tt)
+        return GaussianPrior(m, v, allow_singular=True)
+    if isinstance(prior, IndependentCellsPrior) and isinstance(mechanism, CellSuppression):
+        return _suppression_posterior(prior, mechanism, t)
+    _unsupported(prior, mechanism)
+
+
+def _suppression_posterior(prior: IndependentCellsPrior, mech: CellSuppression,
+                           t: Any) -> IndependentCellsPrior:
+    tt = np.asarray(t, dtype=np.float64)
+    if tt.shape != (prior.dim,):
+        raise ValidationError(f"t must have {prior.dim} cells; got shape {tt.shape}")
+    cells = []
+    for i in range(prior.dim):
+        if tt[i] == CellSuppression.SUPPRESSED:
+            below = np.exp(prior.cell_logpmf(i, np.arange(mech.h)))
+            mass = below.sum()
+            if mass <= 0.0:
+                raise ValidationError(f"cell {i} is suppressed but the prior gives it no mass "
+                                      f"below h = {mech.h}")
+            cells.append(below / mass)
+        else:
+            if tt[i] < mech.h or tt[i] != np.round(tt[i]):
+                raise ValidationError(f"t[{i}] = {tt[i]} cannot be released by "
+                                      f"CellSuppression(h={mech.h})")
+            if not np.isfinite(prior.cell_logpmf(i, tt[i])):
+                raise ValidationError(f"t = {tt.tolist()} has probability zero under the prior")
+            point = np.zeros(int(tt[i]) + 1)
+            point[-1] = 1.0
+            cells.append(point)
+    return IndependentCellsPrior(cells)
+
+
+def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
+    r"""The log prior predictive :math:`\log m_Q(t) = \log \int m(z, t)\, Q(dz)`.
+
+    Exact for the pairs of :func:`posterior` that have a dominating measure: discrete priors
+    (log-sum-exp), Gaussian priors with Gaussian noise, independent cells with suppression.
+    Deterministic releases of a Gaussian prior have no density with respect to the noise-free
+    likelihood and raise :class:`UnsupportedCombinationError`.
+    """
+    if isinstance(mechanism, Joint):
+        t1, t2 = t
+        return log_evidence(prior, mechanism.first, t1) + float(
+            mechanism.post.log_likelihood(np.atleast_1d(np.asarray(t1, dtype=float)), t2))
+    if isinstance(mechanism, Composition):
+        t1, t2 = t
+        return log_evidence(prior, mechanism.first, t1) + log_evidence(
+            posterior(prior, mechanism.first, t1), mechanism.second, t2)
+    if isinstance(prior, DiscretePrior):
+        return float(logsumexp(prior.log_probs + mechanism.log_likelihood(prior.support, t)))
+    if isinstance(prior, GaussianPrior):
+        lg = _linear_gaussian(mechanism, prior.dim)
+        if lg is not None and lg[1] > 0:
+            A, s2 = lg  # noqa: N806
+            tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
+            g = A @ prior.cov_ @ A.T + s2 * np.eye(A.shape[0])
+            return float(stats.multivariate_normal(A @ prior.mean_, g).logpdf(tt))
+    if isinstance(prior, IndependentCellsPrior) and isinstance(mechanism, CellSuppression):
+        tt = np.asarray(t, dtype=np.float64)
+        total = 0.0
+        for i in range(prior.dim):
+            if tt[i] == CellSuppression.SUPPRESSED:
+                total += float(np.log(prior.cell_cdf_below(i, mechanism.h)))
+            else:
+                total += float(prior.cell_logpmf(i, tt[i]))
+        return total
+    _unsupported(prior, mechanism, "prior predictive density")
+
+

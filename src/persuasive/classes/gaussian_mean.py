@@ -1,0 +1,92 @@
+r"""The Gaussian prior class 𝒢^r_x of Prop 7 (§5.1, Bon et al. 2026; MATH.md §8).
+
+Write :math:`\Sigma = \mathrm{diag}(\sigma)\,\Phi\,\mathrm{diag}(\sigma)` with σ the vector of
+marginal standard deviations (the paper's ":math:`\sigma^\top\Phi\sigma`" is a typo, MATH.md §10),
+:math:`c_\Phi = \lambda_{\max}(\Phi)/\lambda_{\min}(\Phi)`,
+:math:`\bar\mu = \frac1n\sum_i\mu_i` and :math:`\bar\Sigma = \frac{1}{n^2}\mathbf 1^\top\Sigma\mathbf 1`:
+
+.. math::
+
+    \mathcal G^r_x = \Big\{\mathcal N(\mu, \Sigma) :
+    \frac{(\bar x - \bar\mu)^2}{\bar\Sigma} \le r_1,\
+    c_\Phi \le r_2\Big(1 - \frac{\max_i \sigma_i^2}{\|\sigma\|_2^2}\Big)\Big\},
+    \qquad r_1 > 0,\ r_2 > 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from persuasive import _validation as v
+from persuasive.classes.base import PriorClass
+from persuasive.errors import ValidationError
+from persuasive.priors import GaussianPrior, Prior, as_dataset
+
+
+def class_terms(mean: NDArray[np.float64], cov: NDArray[np.float64],
+                x: NDArray[np.float64]) -> tuple[float, float, float]:
+    """``(w², c_Φ, r₂-factor)`` of a Gaussian prior: the mean-error statistic
+    :math:`w^2 = (\\bar x - \\bar\\mu)^2/\\bar\\Sigma`, the condition number of the correlation
+    matrix, and :math:`1 - \\max_i\\sigma_i^2/\\|\\sigma\\|^2`."""
+    n = mean.shape[0]
+    var = np.diag(cov)
+    sd = np.sqrt(var)
+    phi = cov / np.outer(sd, sd)
+    eig = np.linalg.eigvalsh(0.5 * (phi + phi.T))
+    c_phi = float(eig[-1] / eig[0]) if eig[0] > 0 else np.inf
+    sbar = float(cov.sum()) / n**2
+    w2 = float((x.mean() - mean.mean()) ** 2 / sbar)
+    return w2, c_phi, float(1.0 - var.max() / var.sum())
+
+
+@dataclass(frozen=True)
+class GaussianMeanClass(PriorClass):
+    """𝒢^r_x: Gaussian priors whose mean error and correlation spread are bounded (Prop 7).
+
+    Parameters
+    ----------
+    r1 : float
+        Bound on the squared standardised error of the prior mean of x̄, ``r1 > 0``.
+    r2 : float
+        Bound on the correlation condition number relative to the variance spread, ``r2 > 1``
+        (non-empty for n data points only when ``r2 >= n / (n - 1)``).
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> g = pp.GaussianMeanClass(1.0, 4.0)
+    >>> g.contains(pp.GaussianPrior([0.0, 0.0], [3.0, 1.0]), x=[2.0, 0.0])
+    True
+    >>> g.contains(pp.GaussianPrior([0.0, 0.0], [3.0, 1.0]), x=[4.0, 0.0])
+    False
+    """
+
+    r1: float
+    r2: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "r1", v.real("r1", self.r1, low=0.0, low_open=True))
+        object.__setattr__(self, "r2", v.real("r2", self.r2, low=1.0, low_open=True))
+
+    def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
+        if not isinstance(prior, GaussianPrior):
+            return False
+        if x is None:
+            raise ValidationError("GaussianMeanClass depends on x (through its mean); pass x")
+        xs = as_dataset(x)
+        if xs.shape[0] != prior.dim:
+            raise ValidationError(f"x must have n = {prior.dim} entries; got {xs.shape[0]}")
+        w2, c_phi, spread = class_terms(prior.mean_, prior.cov_, xs)
+        return bool(w2 <= self.r1 and c_phi <= self.r2 * spread)
+
+    @property
+    def kappa(self) -> float:
+        """The Prop 7 bound r1 + log r2."""
+        return float(self.r1 + np.log(self.r2))
+
+    def describe(self) -> dict[str, Any]:
+        return {"class": "GaussianMeanClass", "r1": self.r1, "r2": self.r2}

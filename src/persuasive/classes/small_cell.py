@@ -1,0 +1,56 @@
+r"""The small-cell class 𝒞^{h,α}_n of Prop 8 (§5.2, Bon et al. 2026).
+
+.. math::
+
+    \mathcal C^{h,\alpha} = \{P \in \mathcal P_{\mathbb N} : P(\{z < h\}) \ge \alpha\},
+    \qquad \mathcal C^{h,\alpha}_n = \text{independent products of such marginals.}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from numpy.typing import ArrayLike
+
+from persuasive import _validation as v
+from persuasive.classes.base import PriorClass
+from persuasive.priors import IndependentCellsPrior, Prior
+
+
+@dataclass(frozen=True)
+class SmallCellClass(PriorClass):
+    """Independent cell priors each putting mass at least α on counts below h.
+
+    Parameters
+    ----------
+    h : int
+        Small-count threshold, ``h >= 1`` (the paper takes ``h >= 2``).
+    alpha : float
+        Minimum prior mass below h, ``0 < alpha <= 1``.
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> from scipy import stats
+    >>> c = pp.SmallCellClass(3, 0.2)
+    >>> c.contains(pp.IndependentCellsPrior([stats.poisson(4)])), c.contains(
+    ...     pp.IndependentCellsPrior([stats.poisson(9)]))
+    (True, False)
+    """
+
+    h: int
+    alpha: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "h", v.integer("h", self.h, low=1))
+        object.__setattr__(self, "alpha", v.real("alpha", self.alpha, low=0.0, high=1.0,
+                                                 low_open=True))
+
+    def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
+        if not isinstance(prior, IndependentCellsPrior):
+            return False
+        return all(prior.cell_cdf_below(i, self.h) >= self.alpha for i in range(prior.dim))
+
+    def describe(self) -> dict[str, Any]:
+        return {"class": "SmallCellClass", "h": self.h, "alpha": self.alpha}
