@@ -9,7 +9,8 @@ from __future__ import annotations
 PROB_SUM_ATOL: float = 1e-9
 
 #: A covariance matrix is positive semi-definite if its smallest eigenvalue is at least
-#: ``-PSD_RTOL * largest eigenvalue``; positive definite if the smallest is above ``+PSD_RTOL * largest``.
+#: ``-PSD_RTOL * largest eigenvalue``; positive definite if the smallest is above
+#: ``+PSD_RTOL * largest``.
 PSD_RTOL: float = 1e-10
 
 #: Rows of a Markov kernel must sum to one within this absolute tolerance.
@@ -33,3 +34,8 @@ TWO_POINT_Q_MIN: float = 1e-12
 
 #: Default confidence level 1 - beta of Clopper-Pearson bounds in Monte Carlo audits.
 MC_CONFIDENCE: float = 0.99
+
+#: Prior-class membership tests accept a prior whose constraint is violated by at most this
+#: relative amount (rounding on the boundary, e.g. the sharp Prop 7 witness). Audits that use
+#: such a prior may exceed a certificate by a comparable amount, which LOSS_ATOL absorbs.
+CLASS_RTOL: float = 1e-9

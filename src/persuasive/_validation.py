@@ -21,8 +21,16 @@ def _echo(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def real(name: str, value: Any, *, low: float | None = None, high: float | None = None,
-         low_open: bool = False, high_open: bool = False, allow_inf: bool = False) -> float:
+def real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    allow_inf: bool = False,
+) -> float:
     """Return ``value`` as a float in the given interval, else raise ValidationError."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValidationError(f"{name} must be a real number; got {_echo(value)}")
@@ -56,8 +64,14 @@ def integer(name: str, value: Any, *, low: int | None = None, high: int | None =
     return v
 
 
-def array(name: str, value: ArrayLike, *, ndim: int | tuple[int, ...] | None = None,
-          finite: bool = True, nonneg: bool = False) -> NDArray[np.float64]:
+def array(
+    name: str,
+    value: ArrayLike,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    finite: bool = True,
+    nonneg: bool = False,
+) -> NDArray[np.float64]:
     """Return ``value`` as a float64 array, checking dimension and finiteness."""
     try:
         a = np.asarray(value, dtype=np.float64)
@@ -99,8 +113,9 @@ def probabilities(name: str, value: ArrayLike, *, axis: int = -1) -> NDArray[np.
     return p
 
 
-def covariance(name: str, value: ArrayLike, n: int | None = None, *,
-               definite: bool = True) -> NDArray[np.float64]:
+def covariance(
+    name: str, value: ArrayLike, n: int | None = None, *, definite: bool = True
+) -> NDArray[np.float64]:
     """Return a symmetric positive (semi-)definite covariance matrix."""
     c = array(name, value, ndim=(0, 1, 2))
     if c.ndim == 0:
@@ -112,8 +127,9 @@ def covariance(name: str, value: ArrayLike, n: int | None = None, *,
     if n is not None and c.shape[0] != n:
         raise ValidationError(f"{name} must be {n} x {n} to match the mean; got shape {c.shape}")
     if not np.allclose(c, c.T, rtol=1e-10, atol=1e-12):
-        raise ValidationError(f"{name} must be symmetric; max |C - C^T| = "
-                              f"{np.max(np.abs(c - c.T)):.3g}")
+        raise ValidationError(
+            f"{name} must be symmetric; max |C - C^T| = {np.max(np.abs(c - c.T)):.3g}"
+        )
     c = 0.5 * (c + c.T)
     eig = np.linalg.eigvalsh(c)
     scale = max(float(np.max(np.abs(eig))), 1e-300)

@@ -57,15 +57,21 @@ def _linear_gaussian(mechanism: Mechanism, n: int) -> tuple[NDArray[np.float64],
         return mechanism.coefficients(n), 0.0
     if isinstance(mechanism, GaussianMechanism):
         return np.eye(n), mechanism.sigma**2
-    if (isinstance(mechanism, Chain) and isinstance(mechanism.first, (ExactMean, LinearStatistic))
-            and isinstance(mechanism.post, GaussianMechanism)):
+    if (
+        isinstance(mechanism, Chain)
+        and isinstance(mechanism.first, (ExactMean, LinearStatistic))
+        and isinstance(mechanism.post, GaussianMechanism)
+    ):
         return mechanism.first.coefficients(n), mechanism.post.sigma**2
     return None
 
 
 def gaussian_condition(
-    mean: NDArray[np.float64], cov: NDArray[np.float64], A: NDArray[np.float64],  # noqa: N803
-    noise_var: float, t: NDArray[np.float64],
+    mean: NDArray[np.float64],
+    cov: NDArray[np.float64],
+    A: NDArray[np.float64],
+    noise_var: float,
+    t: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Posterior moments of :math:`x \sim N(\mu, \Sigma)` given :math:`T = Ax + e`,
     :math:`e \sim N(0, s^2 I)` (s = 0 allowed: degenerate conditioning, MATH.md §8).
@@ -136,7 +142,7 @@ def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
         lg = _linear_gaussian(mechanism, prior.dim)
         if lg is None:
             _unsupported(prior, mechanism)
-        A, s2 = lg  # noqa: N806
+        A, s2 = lg
         tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
         m, v = gaussian_condition(prior.mean_, prior.cov_, A, s2, tt)
         return GaussianPrior(m, v, allow_singular=True)
@@ -145,8 +151,9 @@ def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
     _unsupported(prior, mechanism)
 
 
-def _suppression_posterior(prior: IndependentCellsPrior, mech: CellSuppression,
-                           t: Any) -> IndependentCellsPrior:
+def _suppression_posterior(
+    prior: IndependentCellsPrior, mech: CellSuppression, t: Any
+) -> IndependentCellsPrior:
     tt = np.asarray(t, dtype=np.float64)
     if tt.shape != (prior.dim,):
         raise ValidationError(f"t must have {prior.dim} cells; got shape {tt.shape}")
@@ -156,13 +163,15 @@ def _suppression_posterior(prior: IndependentCellsPrior, mech: CellSuppression,
             below = np.exp(prior.cell_logpmf(i, np.arange(mech.h)))
             mass = below.sum()
             if mass <= 0.0:
-                raise ValidationError(f"cell {i} is suppressed but the prior gives it no mass "
-                                      f"below h = {mech.h}")
+                raise ValidationError(
+                    f"cell {i} is suppressed but the prior gives it no mass below h = {mech.h}"
+                )
             cells.append(below / mass)
         else:
             if tt[i] < mech.h or tt[i] != np.round(tt[i]):
-                raise ValidationError(f"t[{i}] = {tt[i]} cannot be released by "
-                                      f"CellSuppression(h={mech.h})")
+                raise ValidationError(
+                    f"t[{i}] = {tt[i]} cannot be released by CellSuppression(h={mech.h})"
+                )
             if not np.isfinite(prior.cell_logpmf(i, tt[i])):
                 raise ValidationError(f"t = {tt.tolist()} has probability zero under the prior")
             point = np.zeros(int(tt[i]) + 1)
@@ -182,17 +191,19 @@ def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
     if isinstance(mechanism, Joint):
         t1, t2 = t
         return log_evidence(prior, mechanism.first, t1) + float(
-            mechanism.post.log_likelihood(np.atleast_1d(np.asarray(t1, dtype=float)), t2))
+            mechanism.post.log_likelihood(np.atleast_1d(np.asarray(t1, dtype=float)), t2)
+        )
     if isinstance(mechanism, Composition):
         t1, t2 = t
         return log_evidence(prior, mechanism.first, t1) + log_evidence(
-            posterior(prior, mechanism.first, t1), mechanism.second, t2)
+            posterior(prior, mechanism.first, t1), mechanism.second, t2
+        )
     if isinstance(prior, DiscretePrior):
         return float(logsumexp(prior.log_probs + mechanism.log_likelihood(prior.support, t)))
     if isinstance(prior, GaussianPrior):
         lg = _linear_gaussian(mechanism, prior.dim)
         if lg is not None and lg[1] > 0:
-            A, s2 = lg  # noqa: N806
+            A, s2 = lg
             tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
             g = A @ prior.cov_ @ A.T + s2 * np.eye(A.shape[0])
             return float(stats.multivariate_normal(A @ prior.mean_, g).logpdf(tt))
@@ -206,5 +217,3 @@ def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
                 total += float(prior.cell_logpmf(i, tt[i]))
         return total
     _unsupported(prior, mechanism, "prior predictive density")
-
-

@@ -45,8 +45,9 @@ def _scores(scores: Score | Sequence[Score]) -> tuple[Score, ...]:
 
 def _priors(priors: PriorClass) -> PriorClass:
     if not isinstance(priors, PriorClass):
-        raise ValidationError(f"priors must be a prior class (e.g. pp.NeighbourPriors()); "
-                              f"got {priors!r}")
+        raise ValidationError(
+            f"priors must be a prior class (e.g. pp.NeighbourPriors()); got {priors!r}"
+        )
     return priors
 
 
@@ -78,13 +79,13 @@ class PersuasivePrivacy:
     kappa: float
     delta: float = 0.0
 
-    def __init__(self, scores: Score | Sequence[Score], priors: PriorClass, kappa: float,
-                 delta: float = 0.0) -> None:
+    def __init__(
+        self, scores: Score | Sequence[Score], priors: PriorClass, kappa: float, delta: float = 0.0
+    ) -> None:
         object.__setattr__(self, "scores", _scores(scores))
         object.__setattr__(self, "priors", _priors(priors))
         object.__setattr__(self, "kappa", v.real("kappa", kappa, low=0.0, allow_inf=True))
-        object.__setattr__(self, "delta", v.real("delta", delta, low=0.0, high=1.0,
-                                                 high_open=True))
+        object.__setattr__(self, "delta", v.real("delta", delta, low=0.0, high=1.0, high_open=True))
 
     def with_kappa(self, kappa: float) -> PersuasivePrivacy:
         return PersuasivePrivacy(self.scores, self.priors, kappa, self.delta)
@@ -111,9 +112,13 @@ class PersuasivePrivacy:
         return profile(mechanism, self, **kwargs)
 
     def describe(self) -> dict[str, Any]:
-        return {"definition": "PersuasivePrivacy",
-                "scores": [s.describe() for s in self.scores],
-                "priors": self.priors.describe(), "kappa": self.kappa, "delta": self.delta}
+        return {
+            "definition": "PersuasivePrivacy",
+            "scores": [s.describe() for s in self.scores],
+            "priors": self.priors.describe(),
+            "kappa": self.kappa,
+            "delta": self.delta,
+        }
 
 
 @dataclass(frozen=True)
@@ -195,15 +200,21 @@ class PersuasivePrivacyExpectation:
     kappa: float
     risk: Risk
 
-    def __init__(self, scores: Score | Sequence[Score], priors: PriorClass, kappa: float,
-                 risk: Risk | None = None) -> None:
+    def __init__(
+        self,
+        scores: Score | Sequence[Score],
+        priors: PriorClass,
+        kappa: float,
+        risk: Risk | None = None,
+    ) -> None:
         object.__setattr__(self, "scores", _scores(scores))
         object.__setattr__(self, "priors", _priors(priors))
         object.__setattr__(self, "kappa", v.real("kappa", kappa, low=0.0, allow_inf=True))
         r = Mean() if risk is None else risk
         if not isinstance(r, (Mean, Renyi, FDivergence)):
-            raise ValidationError(f"risk must be pp.Mean(), pp.Renyi(alpha) or "
-                                  f"pp.FDivergence(name); got {risk!r}")
+            raise ValidationError(
+                f"risk must be pp.Mean(), pp.Renyi(alpha) or pp.FDivergence(name); got {risk!r}"
+            )
         object.__setattr__(self, "risk", r)
 
     def with_kappa(self, kappa: float) -> PersuasivePrivacyExpectation:
@@ -220,10 +231,13 @@ class PersuasivePrivacyExpectation:
         return audit(mechanism, self, **kwargs)
 
     def describe(self) -> dict[str, Any]:
-        return {"definition": "PersuasivePrivacyExpectation",
-                "scores": [s.describe() for s in self.scores],
-                "priors": self.priors.describe(), "kappa": self.kappa,
-                "risk": self.risk.describe()}
+        return {
+            "definition": "PersuasivePrivacyExpectation",
+            "scores": [s.describe() for s in self.scores],
+            "priors": self.priors.describe(),
+            "kappa": self.kappa,
+            "risk": self.risk.describe(),
+        }
 
 
 Definition = PersuasivePrivacy | PersuasivePrivacyExpectation
@@ -234,14 +248,16 @@ def pure_dp(epsilon: float, priors: NeighbourPriors | None = None) -> Persuasive
     return PersuasivePrivacy(LogScore(), priors or NeighbourPriors(), epsilon, 0.0)
 
 
-def probabilistic_dp(epsilon: float, delta: float,
-                     priors: NeighbourPriors | None = None) -> PersuasivePrivacy:
+def probabilistic_dp(
+    epsilon: float, delta: float, priors: NeighbourPriors | None = None
+) -> PersuasivePrivacy:
     """(ε, δ)-probabilistic DP as (L, 𝓗, ε, δ)-PP (Prop 6)."""
     return PersuasivePrivacy(LogScore(), priors or NeighbourPriors(), epsilon, delta)
 
 
-def renyi_dp(alpha: float, epsilon: float,
-             priors: NeighbourPriors | None = None) -> PersuasivePrivacyExpectation:
+def renyi_dp(
+    alpha: float, epsilon: float, priors: NeighbourPriors | None = None
+) -> PersuasivePrivacyExpectation:
     """(α, ε)-Rényi DP as PP in expectation (Props 11–12; α = 1 is KL / (1, ε)-RDP)."""
     a = v.real("alpha", alpha, low=1.0)
     risk: Risk = Mean() if a == 1.0 else Renyi(a)

@@ -1,4 +1,6 @@
-r"""The relative privacy score :math:`\Delta_S(Q, T, x) = S(Q, x) - S(Q_T, x)` (§3, Bon et al. 2026).
+r"""The relative privacy score :math:`\Delta_S(Q, T, x) = S(Q, x) - S(Q_T, x)`.
+
+Section 3 of Bon et al. (2026).
 
 Negatively oriented for the Sender: small means private; it can be negative. The paper's
 convention :math:`\infty - \infty = 0` (App. E.5) is applied: when both scores are infinite
@@ -40,8 +42,9 @@ def _log_loss(prior: Prior, mechanism: Mechanism, x: Any, t: Any) -> float:
     return log_m - log_evidence(prior, mechanism, t)
 
 
-def relative_loss(score: Score, prior: Prior, mechanism: Mechanism, x: ArrayLike,
-                  t: Any = None) -> float:
+def relative_loss(
+    score: Score, prior: Prior, mechanism: Mechanism, x: ArrayLike, t: Any = None
+) -> float:
     r"""The relative privacy score :math:`\Delta_S(Q, T, x) = S(Q, x) - S(Q_T, x)`.
 
     Parameters
@@ -80,8 +83,9 @@ def relative_loss(score: Score, prior: Prior, mechanism: Mechanism, x: ArrayLike
         raise ValidationError(f"mechanism must be a Mechanism; got {mechanism!r}")
     xs = as_dataset(x)
     if xs.shape[0] != prior.dim:
-        raise ValidationError(f"x must have n = {prior.dim} entries to match the prior; "
-                              f"got {xs.shape[0]}")
+        raise ValidationError(
+            f"x must have n = {prior.dim} entries to match the prior; got {xs.shape[0]}"
+        )
     if t is None:
         if not mechanism.deterministic:
             raise ValidationError(f"t is required for the randomised {type(mechanism).__name__}")

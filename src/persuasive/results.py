@@ -61,13 +61,24 @@ class Certificate:
     def explain(self) -> str:
         verdict = "holds" if self.holds else "does NOT hold"
         kind = "exactly" if self.exact else "as an upper bound"
-        return (f"The guarantee {verdict}: by {self.basis}, the release is PP with "
-                f"kappa = {self.kappa:.6g} ({kind}) at delta = {self.delta:g}.")
+        return (
+            f"The guarantee {verdict}: by {self.basis}, the release is PP with "
+            f"kappa = {self.kappa:.6g} ({kind}) at delta = {self.delta:g}."
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return _json({"holds": self.holds, "kappa": self.kappa, "delta": self.delta,
-                      "basis": self.basis, "exact": self.exact, "mechanism": self.mechanism,
-                      "definition": self.definition, "notes": list(self.notes)})
+        return _json(
+            {
+                "holds": self.holds,
+                "kappa": self.kappa,
+                "delta": self.delta,
+                "basis": self.basis,
+                "exact": self.exact,
+                "mechanism": self.mechanism,
+                "definition": self.definition,
+                "notes": list(self.notes),
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -80,8 +91,14 @@ class Witness:
     t: Any
 
     def to_dict(self) -> dict[str, Any]:
-        return _json({"score": self.score, "x": np.asarray(self.x), "prior": repr(self.prior),
-                      "t": self.t if not isinstance(self.t, np.ndarray) else self.t})
+        return _json(
+            {
+                "score": self.score,
+                "x": np.asarray(self.x),
+                "prior": repr(self.prior),
+                "t": self.t,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -117,12 +134,21 @@ class Audit:
 
     def explain(self) -> str:
         verdict = "found no violation" if self.holds else "found a VIOLATION"
-        return (f"The audit ({self.method}, confidence {self.confidence:g}) {verdict}: a "
-                f"Receiver reaches kappa = {self.kappa:.6g} at delta = {self.delta:g}.")
+        return (
+            f"The audit ({self.method}, confidence {self.confidence:g}) {verdict}: a "
+            f"Receiver reaches kappa = {self.kappa:.6g} at delta = {self.delta:g}."
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return _json({"kappa": self.kappa, "delta": self.delta, "holds": self.holds,
-                      "method": self.method, "confidence": self.confidence,
-                      "evaluations": self.evaluations,
-                      "witness": None if self.witness is None else self.witness.to_dict(),
-                      "notes": list(self.notes)})
+        return _json(
+            {
+                "kappa": self.kappa,
+                "delta": self.delta,
+                "holds": self.holds,
+                "method": self.method,
+                "confidence": self.confidence,
+                "evaluations": self.evaluations,
+                "witness": None if self.witness is None else self.witness.to_dict(),
+                "notes": list(self.notes),
+            }
+        )

@@ -1,7 +1,8 @@
 r"""The Gaussian prior class 𝒢^r_x of Prop 7 (§5.1, Bon et al. 2026; MATH.md §8).
 
 Write :math:`\Sigma = \mathrm{diag}(\sigma)\,\Phi\,\mathrm{diag}(\sigma)` with σ the vector of
-marginal standard deviations (the paper's ":math:`\sigma^\top\Phi\sigma`" is a typo, MATH.md §10),
+marginal standard deviations (the paper's ":math:`\sigma^\top\Phi\sigma`" is a typo,
+MATH.md §10),
 :math:`c_\Phi = \lambda_{\max}(\Phi)/\lambda_{\min}(\Phi)`,
 :math:`\bar\mu = \frac1n\sum_i\mu_i` and :math:`\bar\Sigma = \frac{1}{n^2}\mathbf 1^\top\Sigma\mathbf 1`:
 
@@ -21,14 +22,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.classes.base import PriorClass
 from persuasive.errors import ValidationError
 from persuasive.priors import GaussianPrior, Prior, as_dataset
 
 
-def class_terms(mean: NDArray[np.float64], cov: NDArray[np.float64],
-                x: NDArray[np.float64]) -> tuple[float, float, float]:
+def class_terms(
+    mean: NDArray[np.float64], cov: NDArray[np.float64], x: NDArray[np.float64]
+) -> tuple[float, float, float]:
     """``(w², c_Φ, r₂-factor)`` of a Gaussian prior: the mean-error statistic
     :math:`w^2 = (\\bar x - \\bar\\mu)^2/\\bar\\Sigma`, the condition number of the correlation
     matrix, and :math:`1 - \\max_i\\sigma_i^2/\\|\\sigma\\|^2`."""
@@ -36,6 +39,7 @@ def class_terms(mean: NDArray[np.float64], cov: NDArray[np.float64],
     var = np.diag(cov)
     sd = np.sqrt(var)
     phi = cov / np.outer(sd, sd)
+    np.fill_diagonal(phi, 1.0)
     eig = np.linalg.eigvalsh(0.5 * (phi + phi.T))
     c_phi = float(eig[-1] / eig[0]) if eig[0] > 0 else np.inf
     sbar = float(cov.sum()) / n**2
@@ -81,7 +85,8 @@ class GaussianMeanClass(PriorClass):
         if xs.shape[0] != prior.dim:
             raise ValidationError(f"x must have n = {prior.dim} entries; got {xs.shape[0]}")
         w2, c_phi, spread = class_terms(prior.mean_, prior.cov_, xs)
-        return bool(w2 <= self.r1 and c_phi <= self.r2 * spread)
+        slack = 1.0 + tol.CLASS_RTOL
+        return bool(w2 <= self.r1 * slack and c_phi <= self.r2 * spread * slack)
 
     @property
     def kappa(self) -> float:

@@ -65,8 +65,12 @@ class NeighbourPriors(PriorClass):
     def are_neighbours(self, x: ArrayLike, x_prime: ArrayLike) -> bool:
         a, b = as_dataset(x), as_dataset(x_prime, "x_prime")
         if self.pairs is None:
-            return bool(a.shape == b.shape and np.all(a == np.round(a)) and
-                        np.all(b == np.round(b)) and np.abs(a - b).sum() <= 1 + tol.OUTPUT_ATOL)
+            return bool(
+                a.shape == b.shape
+                and np.all(a == np.round(a))
+                and np.all(b == np.round(b))
+                and np.abs(a - b).sum() <= 1 + tol.OUTPUT_ATOL
+            )
         if a.shape != (1,) or b.shape != (1,):
             return False
         return (int(a[0]), int(b[0])) in self.pairs or bool(a[0] == b[0])
@@ -111,5 +115,8 @@ class NeighbourPriors(PriorClass):
         return self.are_neighbours(pts[0], pts[1])
 
     def describe(self) -> dict[str, Any]:
-        return {"class": "NeighbourPriors", "anchored": self.anchored,
-                "pairs": None if self.pairs is None else [list(p) for p in self.pairs]}
+        return {
+            "class": "NeighbourPriors",
+            "anchored": self.anchored,
+            "pairs": None if self.pairs is None else [list(p) for p in self.pairs],
+        }

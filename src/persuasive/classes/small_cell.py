@@ -13,6 +13,7 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
+from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.classes.base import PriorClass
 from persuasive.priors import IndependentCellsPrior, Prior
@@ -44,13 +45,15 @@ class SmallCellClass(PriorClass):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "h", v.integer("h", self.h, low=1))
-        object.__setattr__(self, "alpha", v.real("alpha", self.alpha, low=0.0, high=1.0,
-                                                 low_open=True))
+        object.__setattr__(
+            self, "alpha", v.real("alpha", self.alpha, low=0.0, high=1.0, low_open=True)
+        )
 
     def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
         if not isinstance(prior, IndependentCellsPrior):
             return False
-        return all(prior.cell_cdf_below(i, self.h) >= self.alpha for i in range(prior.dim))
+        floor = self.alpha * (1.0 - tol.CLASS_RTOL)
+        return all(prior.cell_cdf_below(i, self.h) >= floor for i in range(prior.dim))
 
     def describe(self) -> dict[str, Any]:
         return {"class": "SmallCellClass", "h": self.h, "alpha": self.alpha}

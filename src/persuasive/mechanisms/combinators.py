@@ -48,8 +48,9 @@ class Joint(Mechanism):
         for name in ("first", "post"):
             if not isinstance(getattr(self, name), Mechanism):
                 raise ValidationError(f"{name} must be a Mechanism; got {getattr(self, name)!r}")
-        object.__setattr__(self, "deterministic", self.first.deterministic and
-                           self.post.deterministic)
+        object.__setattr__(
+            self, "deterministic", self.first.deterministic and self.post.deterministic
+        )
         object.__setattr__(self, "finite", self.first.finite and self.post.finite)
 
     def apply(self, x: ArrayLike) -> Any:
@@ -81,8 +82,7 @@ class Joint(Mechanism):
         return FiniteKernel((m[:, :, None] * k[None, :, :]).reshape(m.shape[0], -1))
 
     def describe(self) -> dict[str, Any]:
-        return {"mechanism": "Joint", "first": self.first.describe(),
-                "post": self.post.describe()}
+        return {"mechanism": "Joint", "first": self.first.describe(), "post": self.post.describe()}
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,9 @@ class Composition(Mechanism):
         for name in ("first", "second"):
             if not isinstance(getattr(self, name), Mechanism):
                 raise ValidationError(f"{name} must be a Mechanism; got {getattr(self, name)!r}")
-        object.__setattr__(self, "deterministic", self.first.deterministic and
-                           self.second.deterministic)
+        object.__setattr__(
+            self, "deterministic", self.first.deterministic and self.second.deterministic
+        )
 
     def apply(self, x: ArrayLike) -> Any:
         return (self.first.apply(x), self.second.apply(x))
@@ -111,8 +112,11 @@ class Composition(Mechanism):
         return self.first.log_likelihood(x, t1) + self.second.log_likelihood(x, t2)
 
     def describe(self) -> dict[str, Any]:
-        return {"mechanism": "Composition", "first": self.first.describe(),
-                "second": self.second.describe()}
+        return {
+            "mechanism": "Composition",
+            "first": self.first.describe(),
+            "second": self.second.describe(),
+        }
 
 
 @dataclass(frozen=True)
@@ -126,8 +130,9 @@ class Chain(Mechanism):
         for name in ("first", "post"):
             if not isinstance(getattr(self, name), Mechanism):
                 raise ValidationError(f"{name} must be a Mechanism; got {getattr(self, name)!r}")
-        object.__setattr__(self, "deterministic", self.first.deterministic and
-                           self.post.deterministic)
+        object.__setattr__(
+            self, "deterministic", self.first.deterministic and self.post.deterministic
+        )
         object.__setattr__(self, "finite", self.first.finite and self.post.finite)
         object.__setattr__(self, "discrete_output", self.post.discrete_output)
 
@@ -176,5 +181,4 @@ class Chain(Mechanism):
         return FiniteKernel(m @ k)
 
     def describe(self) -> dict[str, Any]:
-        return {"mechanism": "Chain", "first": self.first.describe(),
-                "post": self.post.describe()}
+        return {"mechanism": "Chain", "first": self.first.describe(), "post": self.post.describe()}

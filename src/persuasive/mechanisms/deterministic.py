@@ -18,7 +18,7 @@ def _point_mass(f_x: NDArray[np.float64], t: Any, axes: int) -> NDArray[np.float
     tt = np.asarray(t, dtype=np.float64)
     diff = np.abs(f_x - tt)
     scale = 1.0 + np.abs(tt)
-    close = diff <= tol.OUTPUT_ATOL * scale
+    close = np.asarray(diff <= tol.OUTPUT_ATOL * scale)
     if axes:
         close = close.all(axis=tuple(range(-axes, 0)))
     return np.where(close, 0.0, -np.inf)
@@ -95,7 +95,7 @@ class LinearStatistic(_Deterministic):
     A: NDArray[np.float64] = field(repr=False)
     _out_axes = 1
 
-    def __init__(self, A: ArrayLike) -> None:  # noqa: N803
+    def __init__(self, A: ArrayLike) -> None:
         a = v.array("A", A, ndim=(1, 2))
         a = np.atleast_2d(a)
         a.setflags(write=False)
@@ -153,9 +153,7 @@ class CellSuppression(_Deterministic):
     def _check(self, x: NDArray[np.float64]) -> None:
         if np.any(x < 0) or np.any(x != np.round(x)):
             bad = int(np.argmax((x < 0) | (x != np.round(x))))
-            raise ValidationError(
-                f"x must be non-negative integer counts; cell {bad} is {x[bad]}"
-            )
+            raise ValidationError(f"x must be non-negative integer counts; cell {bad} is {x[bad]}")
 
     def _f(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(x >= self.h, x, float(self.SUPPRESSED))

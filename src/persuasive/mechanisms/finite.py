@@ -84,12 +84,12 @@ class FiniteKernel(Mechanism):
         return np.where(valid, out, -np.inf)
 
     def sample(self, x: ArrayLike, size: int, rng: np.random.Generator | None = None) -> Any:
-        row = int(self._row(np.atleast_1d(x))[0])
+        row = int(np.ravel(self._row(x))[0])
         rng = np.random.default_rng(rng)
         return rng.choice(self.n_outputs, size=size, p=self.matrix[row]).astype(np.float64)
 
     def output_distribution(self, x: ArrayLike) -> tuple[Any, NDArray[np.float64]]:
-        row = self.matrix[int(self._row(np.atleast_1d(x))[0])]
+        row = self.matrix[int(np.ravel(self._row(x))[0])]
         keep = np.flatnonzero(row > 0)
         return keep.astype(np.float64), row[keep]
 

@@ -19,8 +19,9 @@ def _cell(i: int, pmf: Any) -> Any:
     if hasattr(pmf, "logpmf") and hasattr(pmf, "cdf") and hasattr(pmf, "rvs"):
         lo = pmf.support()[0]
         if lo < 0:
-            raise ValidationError(f"pmfs[{i}] must live on counts 0, 1, 2, ...; its support "
-                                  f"starts at {lo}")
+            raise ValidationError(
+                f"pmfs[{i}] must live on counts 0, 1, 2, ...; its support starts at {lo}"
+            )
         return pmf
     arr = v.probabilities(f"pmfs[{i}]", v.array(f"pmfs[{i}]", pmf, ndim=1))
     arr.setflags(write=False)

@@ -61,8 +61,9 @@ class DiscretePrior(Prior):
             object.__setattr__(self, name, val)
 
     @classmethod
-    def _from_log_weights(cls, support: NDArray[np.float64],
-                          log_w: NDArray[np.float64]) -> DiscretePrior:
+    def _from_log_weights(
+        cls, support: NDArray[np.float64], log_w: NDArray[np.float64]
+    ) -> DiscretePrior:
         """Internal constructor: normalise log weights in the log domain (trusted input)."""
         obj = cls.__new__(cls)
         logp = log_w - logsumexp(log_w)
@@ -104,7 +105,7 @@ class DiscretePrior(Prior):
         return self.support[rng.choice(self.support.shape[0], size=size, p=self.probs)]
 
 
-def TwoPointPrior(x: ArrayLike, x_prime: ArrayLike, q: float) -> DiscretePrior:  # noqa: N802
+def TwoPointPrior(x: ArrayLike, x_prime: ArrayLike, q: float) -> DiscretePrior:
     r"""The two-point prior :math:`Q_q(\{x\}) = q,\ Q_q(\{x'\}) = 1 - q` of Prop 6.
 
     Examples
@@ -114,5 +115,6 @@ def TwoPointPrior(x: ArrayLike, x_prime: ArrayLike, q: float) -> DiscretePrior: 
     [0.1, 0.9]
     """
     qq = v.real("q", q, low=0.0, high=1.0)
-    return DiscretePrior(np.stack([np.atleast_1d(x), np.atleast_1d(x_prime)]).astype(float),
-                         [qq, 1.0 - qq])
+    return DiscretePrior(
+        np.stack([np.atleast_1d(x), np.atleast_1d(x_prime)]).astype(float), [qq, 1.0 - qq]
+    )

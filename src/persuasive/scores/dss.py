@@ -87,8 +87,10 @@ class MarginalDSS(Score):
 
     def __call__(self, P: Prior, x: ArrayLike) -> float:
         if self.i is None:
-            raise ValidationError("MarginalDSS() without i is the family of every D_i; "
-                                  "use members(n) or MarginalDSS(i)")
+            raise ValidationError(
+                "MarginalDSS() without i is the family of every D_i; "
+                "use members(n) or MarginalDSS(i)"
+            )
         xs = as_dataset(x)
         if self.i >= xs.shape[0]:
             raise ValidationError(f"MarginalDSS index i must be < n = {xs.shape[0]}; got {self.i}")

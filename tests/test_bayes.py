@@ -1,0 +1,153 @@
+"""Posteriors (eq. 1, Bon et al. 2026) against independent computations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import integrate, stats
+
+import persuasive as pp
+
+
+def _random_cov(rng: np.random.Generator, n: int) -> np.ndarray:
+    a = rng.normal(size=(n, n))
+    return a @ a.T + n * np.eye(n) * 0.1
+
+
+def test_exact_mean_posterior_matches_closed_form_of_math_md() -> None:
+    # MATH.md §8: m = μ + n s (x̄ − μ̄)/S_tot, V = Σ − s sᵀ / S_tot, computed independently.
+    rng = np.random.default_rng(1)
+    n = 5
+    mu, cov = rng.normal(size=n), _random_cov(rng, n)
+    xbar = 0.7
+    post = pp.posterior(pp.GaussianPrior(mu, cov), pp.ExactMean(), xbar)
+    s = cov.sum(axis=1)
+    s_tot = cov.sum()
+    np.testing.assert_allclose(post.mean(), mu + n * s * (xbar - mu.mean()) / s_tot, atol=1e-12)
+    np.testing.assert_allclose(post.cov(), cov - np.outer(s, s) / s_tot, atol=1e-12)
+    assert np.linalg.matrix_rank(post.cov(), tol=1e-9) == n - 1
+    assert post.mean().mean() == pytest.approx(xbar, abs=1e-12)
+
+
+def test_degenerate_conditioning_is_limit_of_noisy_update() -> None:
+    # MATH.md §8: the exact-release posterior is the R -> 0 limit of the Gaussian-noise update.
+    rng = np.random.default_rng(2)
+    n = 4
+    mu, cov = rng.normal(size=n), _random_cov(rng, n)
+    A = rng.normal(size=(2, n))
+    t = np.array([0.3, -1.2])
+    exact = pp.posterior(pp.GaussianPrior(mu, cov), pp.LinearStatistic(A), t)
+    noisy = pp.posterior(
+        pp.GaussianPrior(mu, cov), pp.Chain(pp.LinearStatistic(A), pp.GaussianMechanism(1e-5)), t
+    )
+    np.testing.assert_allclose(exact.mean(), noisy.mean(), atol=1e-7)
+    np.testing.assert_allclose(exact.cov(), noisy.cov(), atol=1e-7)
+
+
+def test_rank_deficient_statistics_are_handled() -> None:
+    # Repeating a statistic adds no information: same posterior as releasing it once.
+    mu, cov = np.zeros(3), np.diag([1.0, 2.0, 3.0])
+    a = np.array([[1.0, 1.0, 0.0]])
+    once = pp.posterior(pp.GaussianPrior(mu, cov), pp.LinearStatistic(a), [2.0])
+    twice = pp.posterior(
+        pp.GaussianPrior(mu, cov), pp.LinearStatistic(np.vstack([a, 2 * a])), [2.0, 4.0]
+    )
+    np.testing.assert_allclose(once.mean(), twice.mean(), atol=1e-12)
+    np.testing.assert_allclose(once.cov(), twice.cov(), atol=1e-12)
+
+
+def test_gaussian_noise_posterior_matches_quadrature() -> None:
+    # 1-d: posterior mean and variance by numerical integration of prior x likelihood.
+    mu, var, sigma, t = 1.0, 4.0, 1.5, 3.2
+    post = pp.posterior(pp.GaussianPrior([mu], [[var]]), pp.GaussianMechanism(sigma), [t])
+
+    def dens(z: float) -> float:
+        return stats.norm.pdf(z, mu, np.sqrt(var)) * stats.norm.pdf(t, z, sigma)
+
+    z0 = integrate.quad(dens, -50, 50)[0]
+    m1 = integrate.quad(lambda z: z * dens(z), -50, 50)[0] / z0
+    m2 = integrate.quad(lambda z: z * z * dens(z), -50, 50)[0] / z0
+    assert post.mean()[0] == pytest.approx(m1, rel=1e-8)
+    assert post.cov()[0, 0] == pytest.approx(m2 - m1**2, rel=1e-7)
+
+
+def test_exact_mean_posterior_against_monte_carlo_conditioning() -> None:
+    rng = np.random.default_rng(3)
+    mu, cov = (
+        np.array([0.0, 1.0, -1.0]),
+        np.array([[2.0, 0.5, 0.0], [0.5, 1.0, 0.2], [0.0, 0.2, 1.5]]),
+    )
+    t = 0.4
+    draws = rng.multivariate_normal(mu, cov, size=2_000_000)
+    near = draws[np.abs(draws.mean(axis=1) - t) < 0.01]
+    post = pp.posterior(pp.GaussianPrior(mu, cov), pp.ExactMean(), t)
+    se = near.std(axis=0) / np.sqrt(near.shape[0])
+    assert np.all(np.abs(near.mean(axis=0) - post.mean()) < 5 * se + 0.01)
+    np.testing.assert_allclose(near.var(axis=0), post.marginal_var(), rtol=0.05)
+
+
+@given(st.integers(2, 6), st.integers(0, 2**32 - 1), st.floats(0.1, 3.0))
+def test_discrete_posterior_sums_to_one_and_is_bayes(k: int, seed: int, eps: float) -> None:
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(k))
+    prior = pp.DiscretePrior(np.arange(k), probs)
+    rr = pp.RandomizedResponse(eps, k)
+    t = int(rng.integers(k))
+    post = pp.posterior(prior, rr, t)
+    assert post.probs.sum() == pytest.approx(1.0, abs=1e-12)
+    brute = probs * rr.matrix[:, t]
+    np.testing.assert_allclose(post.probs, brute / brute.sum(), atol=1e-12)
+
+
+def test_discrete_posterior_of_deterministic_release_conditions_on_the_statistic() -> None:
+    support = np.array([[0, 0], [1, 1], [2, 0], [0, 2], [3, 3]], dtype=float)
+    probs = np.array([0.1, 0.2, 0.3, 0.15, 0.25])
+    post = pp.posterior(pp.DiscretePrior(support, probs), pp.ExactMean(), 1.0)
+    expected = {(1.0, 1.0): 0.2 / 0.65, (2.0, 0.0): 0.3 / 0.65, (0.0, 2.0): 0.15 / 0.65}
+    got = {tuple(r): p for r, p in zip(post.support.tolist(), post.probs, strict=True)}
+    assert got.keys() == expected.keys()
+    for key, val in expected.items():
+        assert got[key] == pytest.approx(val)
+
+
+def test_cell_suppression_posterior_is_truncated_prior_and_point_mass() -> None:
+    prior = pp.IndependentCellsPrior([stats.poisson(4), stats.poisson(2)])
+    post = pp.posterior(prior, pp.CellSuppression(3), [-1, 7])
+    trunc = stats.poisson(4).pmf(np.arange(3)) / stats.poisson(4).cdf(2)
+    np.testing.assert_allclose(np.exp(post.cell_logpmf(0, np.arange(3))), trunc, atol=1e-14)
+    assert post.cell_cdf_below(0, 3) == pytest.approx(1.0)
+    assert np.exp(post.cell_logpmf(1, 7)) == pytest.approx(1.0)
+    assert post.cell_cdf_below(1, 7) == 0.0
+
+
+def test_log_evidence_discrete_matches_direct_sum() -> None:
+    prior = pp.DiscretePrior([0, 1, 2], [0.2, 0.5, 0.3])
+    rr = pp.RandomizedResponse(1.0, 3)
+    assert np.exp(pp.log_evidence(prior, rr, 2)) == pytest.approx(
+        float(prior.probs @ rr.matrix[:, 2])
+    )
+
+
+def test_joint_posterior_ignores_post_processing() -> None:
+    prior = pp.DiscretePrior([0, 1], [0.3, 0.7])
+    m = pp.RandomizedResponse(1.0, 2)
+    k = pp.FiniteKernel([[0.9, 0.1], [0.2, 0.8]])
+    a = pp.posterior(prior, pp.Joint(m, k), (1, 0))
+    b = pp.posterior(prior, m, 1)
+    np.testing.assert_allclose(a.probs, b.probs)
+
+
+def test_unsupported_combination_is_refused_clearly() -> None:
+    prior = pp.GaussianPrior([0.0], [[1.0]])
+    with pytest.raises(pp.UnsupportedCombinationError, match="GaussianPrior x LaplaceMechanism"):
+        pp.posterior(prior, pp.LaplaceMechanism(1.0), [0.0])
+    with pytest.raises(pp.UnsupportedCombinationError):
+        pp.posterior(pp.IndependentCellsPrior([[0.5, 0.5]]), pp.ExactMean(), 0.5)
+
+
+def test_impossible_output_is_a_validation_error() -> None:
+    prior = pp.DiscretePrior([0, 1], [0.5, 0.5])
+    with pytest.raises(pp.ValidationError, match="probability zero"):
+        pp.posterior(prior, pp.ExactMean(), 5.0)

@@ -1,0 +1,156 @@
+"""Relative loss Δ_S(Q, T, x) = S(Q, x) − S(Q_T, x) against independent formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+import persuasive as pp
+
+
+def _marginal_closed_form(mu: np.ndarray, cov: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """MATH.md §8: Δ_i = −log(1−ρ_i²) + z_i² − (z_i − ρ_i w)²/(1−ρ_i²)."""
+    n = mu.size
+    sd = np.sqrt(np.diag(cov))
+    s = cov.sum(axis=1)
+    s_tot = cov.sum()
+    rho = s / (sd * np.sqrt(s_tot))
+    z = (x - mu) / sd
+    w = (x.mean() - mu.mean()) / np.sqrt(s_tot / n**2)
+    return -np.log(1 - rho**2) + z**2 - (z - rho * w) ** 2 / (1 - rho**2)
+
+
+@pytest.mark.parametrize(
+    ("cov", "x", "expected"),
+    [
+        (np.diag([3.0, 1.0]), np.array([2.0, 0.0]), 1 + math.log(4)),
+        (np.diag([4.0, 1, 1, 1, 1]), np.array([2 * math.sqrt(2), 0, 0, 0, 0]), 1 + math.log(2)),
+    ],
+)
+def test_prop7_sharp_witnesses(cov: np.ndarray, x: np.ndarray, expected: float) -> None:
+    q = pp.GaussianPrior(np.zeros(x.size), cov)
+    assert pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), x) == pytest.approx(
+        expected, abs=1e-12
+    )
+
+
+def test_prop7_reference_values_of_math_md() -> None:
+    # AR(1)(0.3), n = 5 (MATH.md §12): 0.6816898533.
+    sds = np.array([1, 1.5, 2, 1, 0.5])
+    phi = 0.3 ** np.abs(np.subtract.outer(np.arange(5), np.arange(5)))
+    q = pp.GaussianPrior([1, -2, 0.5, 3, 0], np.outer(sds, sds) * phi)
+    val = pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), [1.5, -1, 0, 2, 0.5])
+    assert val == pytest.approx(0.6816898533, abs=1e-9)
+    # Equicorrelated 0.5, n = 3: 1.5988464769.
+    sds = np.array([1, 2, 1.5])
+    phi = np.full((3, 3), 0.5) + 0.5 * np.eye(3)
+    q = pp.GaussianPrior([10, 12, 9], np.outer(sds, sds) * phi)
+    val = pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), [11, 13, 9.8])
+    assert val == pytest.approx(1.5988464769, abs=1e-9)
+
+
+@given(st.integers(2, 6), st.integers(0, 2**32 - 1))
+def test_marginal_dss_loss_matches_closed_form(n: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(n, n))
+    cov = a @ a.T + 0.5 * np.eye(n)
+    mu, x = rng.normal(size=n), rng.normal(size=n) * 2
+    q = pp.GaussianPrior(mu, cov)
+    expected = _marginal_closed_form(mu, cov, x)
+    got = [pp.relative_loss(pp.MarginalDSS(i), q, pp.ExactMean(), x) for i in range(n)]
+    np.testing.assert_allclose(got, expected, atol=1e-8)
+    assert pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), x) == pytest.approx(
+        expected.max(), abs=1e-8
+    )
+
+
+@given(st.floats(1e-6, 1 - 1e-6), st.floats(0.1, 5.0), st.integers(0, 1), st.floats(-3, 3))
+def test_two_point_log_loss_formula(q: float, sigma: float, xp_side: int, t: float) -> None:
+    # MATH.md §6: Δ_q = −log(q + (1−q) e^{−ℓ}), ℓ = log m(x,t) − log m(x',t).
+    x, xp = 0.0, (1.0 if xp_side else -1.0)
+    prior = pp.TwoPointPrior(x, xp, q)
+    m = pp.GaussianMechanism(sigma)
+    ell = stats.norm.logpdf(t, x, sigma) - stats.norm.logpdf(t, xp, sigma)
+    expected = -np.logaddexp(math.log(q), math.log1p(-q) - ell)
+    assert pp.relative_loss(pp.LogScore(), prior, m, [x], t=[t]) == pytest.approx(
+        expected, rel=1e-9, abs=1e-12
+    )
+
+
+def test_log_loss_equals_score_difference_for_discrete_priors() -> None:
+    prior = pp.DiscretePrior([0, 1, 2], [0.2, 0.5, 0.3])
+    rr = pp.RandomizedResponse(1.3, 3)
+    post = pp.posterior(prior, rr, 1)
+    for x in range(3):
+        direct = pp.LogScore()(prior, x) - pp.LogScore()(post, x)
+        assert pp.relative_loss(pp.LogScore(), prior, rr, [x], t=1) == pytest.approx(direct)
+
+
+def test_infinity_minus_infinity_is_zero() -> None:
+    # x outside the support of Q: both log scores are +∞, Δ = 0 (App. E.5).
+    prior = pp.DiscretePrior([1, 2], [0.5, 0.5])
+    assert pp.relative_loss(pp.LogScore(), prior, pp.RandomizedResponse(1.0, 3), [0], t=0) == 0.0
+    assert (
+        pp.relative_loss(
+            pp.LogScore(), pp.TwoPointPrior(0, 1, 1.0), pp.RandomizedResponse(1.0, 2), [0], t=0
+        )
+        == 0.0
+    )
+
+
+def test_log_score_of_exact_release_of_a_gaussian_prior_is_infinite() -> None:
+    q = pp.GaussianPrior([0.0, 0.0], [1.0, 1.0])
+    assert pp.relative_loss(pp.LogScore(), q, pp.ExactMean(), [1.0, 0.0]) == math.inf
+
+
+def test_cell_suppression_log_loss_is_minus_log_mass_below_h() -> None:
+    # Log score on a product prior: suppressed cells contribute −log Q(X_i < h) (MATH.md §9).
+    prior = pp.IndependentCellsPrior([stats.poisson(4), stats.poisson(4)])
+    got = pp.relative_loss(pp.LogScore(), prior, pp.CellSuppression(3), [1, 2])
+    assert got == pytest.approx(-2 * math.log(stats.poisson(4).cdf(2)))
+
+
+@given(st.integers(2, 5), st.integers(0, 2**32 - 1))
+def test_receiver_post_processing_leaves_loss_unchanged(k: int, seed: int) -> None:
+    # Prop 4: M ⊗ K with K independent of x gives Q_{T,U} = Q_T.
+    rng = np.random.default_rng(seed)
+    prior = pp.DiscretePrior(np.arange(k), rng.dirichlet(np.ones(k)))
+    m = pp.FiniteKernel(rng.dirichlet(np.ones(k), size=k))
+    post = pp.FiniteKernel(rng.dirichlet(np.ones(3), size=k))
+    x, t, u = int(rng.integers(k)), int(rng.integers(k)), int(rng.integers(3))
+    for score in (pp.LogScore(), pp.DawidSebastiani()):
+        a = pp.relative_loss(score, prior, m, [x], t=t)
+        b = pp.relative_loss(score, prior, pp.Joint(m, post), [x], t=(t, u))
+        assert a == pytest.approx(b, abs=1e-10)
+
+
+def test_dawid_sebastiani_against_direct_formula() -> None:
+    q = pp.GaussianPrior([0.0, 1.0], [[2.0, 0.3], [0.3, 1.0]])
+    m = pp.GaussianMechanism(0.5)
+    t = np.array([0.4, 1.5])
+    x = np.array([0.2, 1.1])
+    post = pp.posterior(q, m, t)
+
+    def dss(mu: np.ndarray, cov: np.ndarray) -> float:
+        d = x - mu
+        return float(np.log(np.linalg.det(cov)) + d @ np.linalg.inv(cov) @ d)
+
+    expected = dss(q.mean(), q.cov()) - dss(post.mean(), post.cov())
+    assert pp.relative_loss(pp.DawidSebastiani(), q, m, x, t=t) == pytest.approx(expected)
+
+
+def test_bad_arguments_are_named() -> None:
+    q = pp.GaussianPrior([0.0, 0.0], [1.0, 1.0])
+    with pytest.raises(pp.ValidationError, match="x must have n = 2"):
+        pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), [1.0, 2.0, 3.0])
+    with pytest.raises(pp.ValidationError, match="t is required"):
+        pp.relative_loss(pp.LogScore(), pp.TwoPointPrior(0, 1, 0.5), pp.LaplaceMechanism(1), [0])
+    with pytest.raises(pp.ValidationError, match="score must be a Score"):
+        pp.relative_loss("log", q, pp.ExactMean(), [1.0, 2.0])  # type: ignore[arg-type]
+    with pytest.raises(pp.ValidationError, match="finite"):
+        pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), [np.nan, 2.0])
