@@ -4,7 +4,8 @@ Write :math:`\Sigma = \mathrm{diag}(\sigma)\,\Phi\,\mathrm{diag}(\sigma)` with ฯ
 marginal standard deviations (the paper's ":math:`\sigma^\top\Phi\sigma`" is a typo,
 MATH.md ยง10),
 :math:`c_\Phi = \lambda_{\max}(\Phi)/\lambda_{\min}(\Phi)`,
-:math:`\bar\mu = \frac1n\sum_i\mu_i` and :math:`\bar\Sigma = \frac{1}{n^2}\mathbf 1^\top\Sigma\mathbf 1`:
+:math:`\bar\mu = \frac1n\sum_i\mu_i` and
+:math:`\bar\Sigma = \frac{1}{n^2}\mathbf 1^\top\Sigma\mathbf 1`:
 
 .. math::
 
