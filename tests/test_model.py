@@ -234,3 +234,17 @@ def test_definitions_are_frozen_and_validated() -> None:
 def test_definition_bad_input(build, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(pp.ValidationError, match=match):
         build()
+
+
+def test_joint_and_chain_sampling_match_their_kernels() -> None:
+    # Empirical frequencies of the vectorised samplers against the exact kernels (5 sd bound).
+    m = pp.FiniteKernel([[0.6, 0.4], [0.1, 0.9]])
+    k = pp.FiniteKernel([[0.5, 0.5], [0.2, 0.8]])
+    n = 100_000
+    t1, t2 = pp.Joint(m, k).sample([0], n, np.random.default_rng(0))
+    joint = pp.Joint(m, k).as_finite().matrix[0]
+    freq = np.bincount((2 * t1 + t2).astype(int), minlength=4) / n
+    assert np.all(np.abs(freq - joint) < 5 * np.sqrt(joint * (1 - joint) / n))
+    chain = pp.Chain(m, k).sample([1], n, np.random.default_rng(1))
+    p = (m.matrix @ k.matrix)[1, 1]
+    assert abs(chain.mean() - p) < 5 * np.sqrt(p * (1 - p) / n)

@@ -40,6 +40,16 @@ class Mechanism(ABC):
     def sample(self, x: ArrayLike, size: int, rng: np.random.Generator | None = None) -> Any:
         """Draw ``size`` outputs T ~ M(x, ·)."""
 
+    def sample_batch(self, xs: ArrayLike, rng: np.random.Generator | None = None) -> Any:
+        """One output per dataset in the batch ``xs`` (shape ``(N, n)``), stacked on axis 0.
+
+        Used to sample a post-processing kernel at many inputs at once; subclasses override it
+        with a vectorised version (the default loops).
+        """
+        rng = np.random.default_rng(rng)
+        batch = np.asarray(xs, dtype=np.float64)
+        return np.stack([np.asarray(self.sample(row, 1, rng))[0] for row in batch])
+
     @abstractmethod
     def log_likelihood(self, x: ArrayLike, t: Any) -> NDArray[np.float64]:
         """:math:`\\log m(x, t)`, broadcasting over leading dimensions."""

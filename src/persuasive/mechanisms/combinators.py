@@ -60,8 +60,7 @@ class Joint(Mechanism):
     def sample(self, x: ArrayLike, size: int, rng: np.random.Generator | None = None) -> Any:
         rng = np.random.default_rng(rng)
         t1 = np.asarray(self.first.sample(x, size, rng))
-        t2 = np.stack([np.asarray(self.post.sample(np.atleast_1d(t), 1, rng))[0] for t in t1])
-        return (t1, t2)
+        return (t1, self.post.sample_batch(t1.reshape(size, -1), rng))
 
     def log_likelihood(self, x: ArrayLike, t: Any) -> NDArray[np.float64]:
         t1, t2 = _pair(t)
@@ -144,7 +143,7 @@ class Chain(Mechanism):
         if self.first.deterministic:
             return self.post.sample(np.atleast_1d(self.first.apply(x)), size, rng)
         t1 = np.asarray(self.first.sample(x, size, rng))
-        return np.stack([np.asarray(self.post.sample(np.atleast_1d(t), 1, rng))[0] for t in t1])
+        return self.post.sample_batch(t1.reshape(size, -1), rng)
 
     def log_likelihood(self, x: ArrayLike, t: Any) -> NDArray[np.float64]:
         if self.first.deterministic:

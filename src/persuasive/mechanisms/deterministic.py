@@ -46,6 +46,9 @@ class _Deterministic(Mechanism):
         out = np.asarray(self.apply(x))
         return np.broadcast_to(out, (size, *out.shape)).copy()
 
+    def sample_batch(self, xs: ArrayLike, rng: np.random.Generator | None = None) -> Any:
+        return self._f(np.asarray(xs, dtype=np.float64))
+
     def log_likelihood(self, x: ArrayLike, t: Any) -> NDArray[np.float64]:
         return _point_mass(self._f(np.asarray(x, dtype=np.float64)), t, self._out_axes)
 

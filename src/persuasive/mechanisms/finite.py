@@ -88,6 +88,14 @@ class FiniteKernel(Mechanism):
         rng = np.random.default_rng(rng)
         return rng.choice(self.n_outputs, size=size, p=self.matrix[row]).astype(np.float64)
 
+    def sample_batch(self, xs: ArrayLike, rng: np.random.Generator | None = None) -> Any:
+        """Vectorised inverse-CDF sampling: one output per input row."""
+        rows = np.ravel(self._row(xs))
+        rng = np.random.default_rng(rng)
+        cum = np.cumsum(self.matrix, axis=1)[rows]
+        u = rng.random(rows.shape[0])[:, None] * cum[:, -1:]
+        return np.minimum((u >= cum).sum(axis=1), self.n_outputs - 1).astype(np.float64)
+
     def output_distribution(self, x: ArrayLike) -> tuple[Any, NDArray[np.float64]]:
         row = self.matrix[int(np.ravel(self._row(x))[0])]
         keep = np.flatnonzero(row > 0)

@@ -29,6 +29,11 @@ class _Additive(Mechanism):
         rng = np.random.default_rng(rng)
         return xs + self._noise(rng, (size, xs.shape[0]))
 
+    def sample_batch(self, xs: ArrayLike, rng: np.random.Generator | None = None) -> Any:
+        batch = np.asarray(xs, dtype=np.float64)
+        rng = np.random.default_rng(rng)
+        return batch + self._noise(rng, batch.shape)
+
     def log_likelihood(self, x: ArrayLike, t: Any) -> NDArray[np.float64]:
         z = np.asarray(t, dtype=np.float64) - np.asarray(x, dtype=np.float64)
         return self._logpdf_noise(z).sum(axis=-1)
