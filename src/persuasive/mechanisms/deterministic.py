@@ -20,7 +20,7 @@ def _point_mass(f_x: NDArray[np.float64], t: Any, axes: int) -> NDArray[np.float
     scale = 1.0 + np.abs(tt)
     close = np.asarray(diff <= tol.OUTPUT_ATOL * scale)
     if axes:
-        close = close.all(axis=tuple(range(-axes, 0)))
+        close = np.asarray(close.all(axis=tuple(range(-axes, 0))))
     return np.where(close, 0.0, -np.inf)
 
 
