@@ -39,3 +39,18 @@ MC_CONFIDENCE: float = 0.99
 #: relative amount (rounding on the boundary, e.g. the sharp Prop 7 witness). Audits that use
 #: such a prior may exceed a certificate by a comparable amount, which LOSS_ATOL absorbs.
 CLASS_RTOL: float = 1e-9
+
+#: Relative slack under which two expected losses (or two interval masses) count as tied, so
+#: that the documented tie-break rule of a Bayes act, not floating-point rounding, picks it.
+TIE_RTOL: float = 1e-12
+
+#: Properness check: a pair (P, Q) violates properness only if
+#: S(Q, Q) > S(P, Q) + PROPER_ATOL + PROPER_RTOL * |S(P, Q)| (+ PROPER_MC_Z standard errors of
+#: the paired difference when S(P, Q) is estimated by Monte Carlo).
+PROPER_ATOL: float = 1e-9
+PROPER_RTOL: float = 1e-9
+PROPER_MC_Z: float = 4.0
+
+#: Upper-tail mass of a scipy cell law left out when a cell is enumerated on a finite grid
+#: (the grid is renormalised).
+CELL_TAIL: float = 1e-13
