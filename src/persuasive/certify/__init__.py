@@ -1,12 +1,39 @@
-"""Proof-based certificates (placeholder: being written)."""
+"""Proof-based certificates: one module per theorem, asked in order by :func:`certify`.
 
-from typing import Any
+=========================  ===================================================================
+theorem                    covers
+=========================  ===================================================================
+Prop 4 (``Prop4``)         Joint(M, K): M's certificate, unchanged
+Prop 3 (``Prop3``)         Composition(M1, M2) with a conjugate class: kappa1 + kappa2 (bound)
+Prop 6 (``Prop6``)         LogScore x NeighbourPriors (PDP): noise, deterministic, finite kernels
+App. C (``AppC``)          PPE with LogScore x NeighbourPriors: worst divergence [RECON]
+Prop 7 (``Prop7``)         ExactMean x MarginalDSS x GaussianMeanClass: r1 + log r2
+Prop 8 (``Prop8``)         CellSuppression x SmallCellLogScore x SmallCellClass: -log alpha
+Prop 5 (``Prop5Chain``)    Chain(M, K) that is not a finite kernel: refused, with the reason
+=========================  ===================================================================
+"""
 
-from persuasive.errors import UnsupportedCombinationError
+from persuasive.certify.appc import AppC
+from persuasive.certify.composition import Prop3, Prop4, Prop5Chain
+from persuasive.certify.prop6 import Prop6
+from persuasive.certify.prop7 import Prop7
+from persuasive.certify.prop8 import Prop8
+from persuasive.certify.registry import THEOREMS, Theorem, certify, find_theorem, register
 
+for _th in (Prop4(), Prop3(), Prop6(), AppC(), Prop7(), Prop8(), Prop5Chain()):
+    register(_th)
 
-def certify(mechanism: Any, definition: Any) -> Any:
-    raise UnsupportedCombinationError("certify is not implemented yet")
-
-
-__all__ = ["certify"]
+__all__ = [
+    "THEOREMS",
+    "AppC",
+    "Prop3",
+    "Prop4",
+    "Prop5Chain",
+    "Prop6",
+    "Prop7",
+    "Prop8",
+    "Theorem",
+    "certify",
+    "find_theorem",
+    "register",
+]

@@ -1,0 +1,296 @@
+r"""Prop 6 (Bon et al. 2026): probabilistic DP is persuasive privacy with the log score.
+
+.. math::
+
+    M \text{ is } (\varepsilon, \delta)\text{-PDP} \iff
+    M \text{ is } (L, \mathcal H, \varepsilon, \delta)\text{-PP} \iff
+    M \text{ is } (L, \mathcal H_x, \varepsilon, \delta)\text{-PP},
+
+so the exact worst-case failure probability is the PDP tail
+
+.. math::
+
+    \delta(\varepsilon) = \sup_{x \sim x'} \mathbb P_x\big[\ell_{x,x'}(T) > \varepsilon\big],
+    \qquad \ell_{x,x'}(t) = \log\frac{m(x,t)}{m(x',t)},
+
+(a loss exactly equal to ε is not a failure) and
+:math:`\kappa(\delta) = \inf\{\varepsilon \ge 0 : \delta(\varepsilon) \le \delta\}`.
+The supremum over two-point priors is the limit :math:`Q(\{x\}) \to 0` (MATH.md §6).
+
+Neighbours: for the noise mechanisms (Laplace, Gaussian, geometric) and the deterministic
+releases the data are integer vectors and :math:`x \sim x'` when they differ by one in one
+coordinate (sensitivity 1; the scalar case n = 1 is the usual one). For finite kernels the
+datasets are the rows ``0..K-1`` with ``|i - j| = 1`` or the explicit ``pairs`` of
+:class:`~persuasive.NeighbourPriors`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from persuasive.certify.registry import Bound, Theorem, all_of, score_names
+from persuasive.classes import NeighbourPriors
+from persuasive.definitions import PersuasivePrivacy
+from persuasive.mechanisms import (
+    CellSuppression,
+    Chain,
+    ExactMean,
+    FiniteKernel,
+    GaussianMechanism,
+    GeometricMechanism,
+    Joint,
+    LaplaceMechanism,
+    LinearStatistic,
+    Mechanism,
+    RandomizedResponse,
+)
+from persuasive.scores import LogScore
+
+_NOISE = (LaplaceMechanism, GaussianMechanism, GeometricMechanism)
+_DETERMINISTIC = (ExactMean, LinearStatistic, CellSuppression)
+
+
+def finite_matrix(mechanism: Mechanism) -> NDArray[np.float64] | None:
+    """The row-stochastic matrix of a finite kernel, or of a Joint/Chain of finite kernels
+    (nested allowed); ``None`` for anything else."""
+    if isinstance(mechanism, FiniteKernel):
+        return np.asarray(mechanism.matrix)
+    if isinstance(mechanism, (Joint, Chain)):
+        m, k = finite_matrix(mechanism.first), finite_matrix(mechanism.post)
+        if m is None or k is None or k.shape[0] != m.shape[1]:
+            return None
+        if isinstance(mechanism, Chain):
+            return m @ k
+        return (m[:, :, None] * k[None, :, :]).reshape(m.shape[0], -1)
+    return None
+
+
+def finite_pairs(priors: NeighbourPriors, n_inputs: int) -> NDArray[np.intp] | str:
+    """Ordered neighbouring pairs among rows ``0..K-1`` as a (P, 2) array, or a reason."""
+    if priors.pairs is not None:
+        bad = [p for p in priors.pairs if max(p) >= n_inputs]
+        if bad:
+            return (
+                f"NeighbourPriors pairs mention dataset {max(bad[0])} but the kernel has "
+                f"only {n_inputs} inputs (rows 0..{n_inputs - 1})"
+            )
+    pairs = priors.neighbour_pairs(range(n_inputs))
+    return np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+
+
+def loss_table(
+    matrix: NDArray[np.float64], pairs: NDArray[np.intp]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""Privacy losses :math:`\ell_{x,x'}(t)` and their probabilities under :math:`M(x,\cdot)`,
+    both of shape (P, J); outputs impossible under x get probability 0 and loss :math:`-\infty`."""
+    p = matrix[pairs[:, 0]]
+    p_prime = matrix[pairs[:, 1]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loss = np.log(p) - np.log(p_prime)
+    loss = np.where(p > 0, loss, -np.inf)
+    return loss, p
+
+
+def finite_delta(matrix: NDArray[np.float64], pairs: NDArray[np.intp], eps: float) -> float:
+    """Exact δ(ε) of a finite kernel by enumeration (ties ℓ = ε are not failures)."""
+    if pairs.shape[0] == 0:
+        return 0.0
+    loss, p = loss_table(matrix, pairs)
+    return float(np.max(np.sum(np.where(loss > eps, p, 0.0), axis=1)))
+
+
+def finite_kappa(matrix: NDArray[np.float64], pairs: NDArray[np.intp], delta: float) -> float:
+    """Exact κ(δ) of a finite kernel: the least of 0 and the finite positive loss values c with
+    δ(c) ≤ δ (δ(·) is a right-continuous step function), ``inf`` if there is none."""
+    if pairs.shape[0] == 0:
+        return 0.0
+    loss, p = loss_table(matrix, pairs)
+    finite_pos = loss[np.isfinite(loss) & (loss > 0) & (p > 0)]
+    cands = np.unique(np.concatenate([[0.0], finite_pos]))
+    order = np.argsort(loss, axis=1)
+    sorted_loss = np.take_along_axis(loss, order, axis=1)
+    sorted_p = np.take_along_axis(p, order, axis=1)
+    tails = np.concatenate(
+        [np.cumsum(sorted_p[:, ::-1], axis=1)[:, ::-1], np.zeros((loss.shape[0], 1))], axis=1
+    )
+    worst = np.zeros(cands.shape[0])
+    for row in range(loss.shape[0]):  # one vectorised search per pair, not per output
+        idx = np.searchsorted(sorted_loss[row], cands, side="right")
+        worst = np.maximum(worst, tails[row, idx])
+    ok = np.flatnonzero(worst <= delta)
+    return float(cands[ok[0]]) if ok.size else math.inf
+
+
+# --- closed forms (sensitivity 1, MATH.md §6) -------------------------------------------------
+
+
+def gaussian_delta(sigma: float, eps: float) -> float:
+    r""":math:`\delta(\varepsilon) = \Phi(1/(2\sigma) - \varepsilon\sigma)`."""
+    return float(stats.norm.cdf(0.5 / sigma - eps * sigma))
+
+
+def gaussian_kappa(sigma: float, delta: float) -> float:
+    r""":math:`\kappa(\delta) = \max\{0, (1/(2\sigma) - \Phi^{-1}(\delta))/\sigma\}`; ∞ at δ = 0."""
+    if delta <= 0.0:
+        return math.inf
+    return max(0.0, float((0.5 / sigma - stats.norm.ppf(delta)) / sigma))
+
+
+def laplace_delta(b: float, eps: float) -> float:
+    r""":math:`1 - \tfrac12 e^{-(1-\varepsilon b)/(2b)}` for :math:`\varepsilon < 1/b`, else 0."""
+    if eps >= 1.0 / b:
+        return 0.0
+    return float(-0.5 * math.expm1(-(1.0 - eps * b) / (2.0 * b)) + 0.5)
+
+
+def laplace_kappa(b: float, delta: float) -> float:
+    r"""Inverse of :func:`laplace_delta`: :math:`1/b + 2\log(2(1-\delta))` on
+    :math:`[\tfrac12, 1 - \tfrac12 e^{-1/(2b)}]`, :math:`1/b` below, 0 above."""
+    if delta < 0.5:
+        return 1.0 / b
+    return max(0.0, 1.0 / b + 2.0 * math.log(2.0 * (1.0 - delta)))
+
+
+def geometric_delta(b: float, eps: float) -> float:
+    r"""Two-sided geometric: the loss is :math:`\pm 1/b`, so
+    :math:`\delta(\varepsilon) = 1/(1 + e^{-1/b})` for :math:`\varepsilon < 1/b`, else 0."""
+    return 0.0 if eps >= 1.0 / b else float(1.0 / (1.0 + math.exp(-1.0 / b)))
+
+
+def geometric_kappa(b: float, delta: float) -> float:
+    return 1.0 / b if delta < 1.0 / (1.0 + math.exp(-1.0 / b)) else 0.0
+
+
+def rr_keep(epsilon0: float, k: int) -> float:
+    return float(1.0 / (1.0 + (k - 1) * math.exp(-epsilon0)))
+
+
+def rr_delta(epsilon0: float, k: int, eps: float) -> float:
+    r"""k-RR: the loss is :math:`\varepsilon_0, 0, -\varepsilon_0`, so
+    :math:`\delta(\varepsilon) = e^{\varepsilon_0}/(e^{\varepsilon_0}+k-1)` for
+    :math:`\varepsilon < \varepsilon_0`, else 0."""
+    return rr_keep(epsilon0, k) if eps < epsilon0 else 0.0
+
+
+def rr_kappa(epsilon0: float, k: int, delta: float) -> float:
+    return epsilon0 if (epsilon0 > 0 and delta < rr_keep(epsilon0, k)) else 0.0
+
+
+def _deterministic_leaks(mechanism: Mechanism, priors: NeighbourPriors) -> bool:
+    """Whether some neighbouring datasets give different outputs (then the loss is ∞)."""
+    if priors.pairs is None:
+        if isinstance(mechanism, LinearStatistic):
+            return bool(np.any(mechanism.A != 0))
+        return True  # ExactMean, and CellSuppression at cell values h - 1 vs h
+    pts = np.asarray(priors.pairs, dtype=np.float64)
+    f = mechanism._f  # type: ignore[attr-defined]
+    return bool(np.any(f(pts[:, :1]) != f(pts[:, 1:])))
+
+
+class Prop6(Theorem):
+    """Exact δ(ε) and κ(δ) for (L, 𝓗 or 𝓗_x, κ, δ)-PP = PDP (Prop 6, Bon et al. 2026).
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> th = Prop6()
+    >>> d = pp.probabilistic_dp(1.0, 0.05)
+    >>> round(th.delta_at(pp.LaplaceMechanism(1.0), d, 0.5), 8)
+    0.61059961
+    >>> th.kappa_at(pp.RandomizedResponse(2.0, 4), d, 0.05)[0]
+    2.0
+    """
+
+    name = "prop6"
+    basis = "Prop 6 (Bon et al. 2026)"
+
+    def supports(self, mechanism: Mechanism, definition: Any) -> str | None:
+        if not isinstance(definition, PersuasivePrivacy):
+            return "needs a PersuasivePrivacy (tail) definition"
+        if not all_of(definition.scores, LogScore):
+            return f"needs scores = LogScore only; got {score_names(definition.scores)}"
+        if not isinstance(definition.priors, NeighbourPriors):
+            return (
+                f"needs priors = NeighbourPriors (𝓗 or 𝓗_x); got {type(definition.priors).__name__}"
+            )
+        pairs = definition.priors.pairs
+        if isinstance(mechanism, _NOISE):
+            if pairs is not None:
+                return (
+                    "noise mechanisms use the default integer relation |x - x'| <= 1; "
+                    "explicit pairs are for finite kernels"
+                )
+            return None
+        if isinstance(mechanism, _DETERMINISTIC):
+            return None
+        matrix = finite_matrix(mechanism)
+        if matrix is None:
+            return (
+                f"{type(mechanism).__name__} is not a Laplace/Gaussian/geometric mechanism, "
+                "a deterministic release or a finite kernel (or Joint/Chain of them)"
+            )
+        found = finite_pairs(definition.priors, matrix.shape[0])
+        return found if isinstance(found, str) else None
+
+    def delta_at(self, mechanism: Mechanism, definition: Any, kappa: float) -> float:
+        eps = float(kappa)
+        if math.isinf(eps):
+            return 0.0
+        if isinstance(mechanism, GaussianMechanism):
+            return gaussian_delta(mechanism.sigma, eps)
+        if isinstance(mechanism, LaplaceMechanism):
+            return laplace_delta(mechanism.scale, eps)
+        if isinstance(mechanism, GeometricMechanism):
+            return geometric_delta(mechanism.scale, eps)
+        if isinstance(mechanism, RandomizedResponse):
+            return rr_delta(mechanism.epsilon, mechanism.k, eps)
+        if isinstance(mechanism, _DETERMINISTIC):
+            return 1.0 if _deterministic_leaks(mechanism, definition.priors) else 0.0
+        matrix = finite_matrix(mechanism)
+        assert matrix is not None
+        pairs = finite_pairs(definition.priors, matrix.shape[0])
+        assert not isinstance(pairs, str)
+        return finite_delta(matrix, pairs, eps)
+
+    def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:
+        notes = [
+            "exact: PP with the log score over two-point neighbour priors equals "
+            "probabilistic DP (Prop 6); the worst prior is the limit Q({x}) -> 0"
+        ]
+        if isinstance(mechanism, GaussianMechanism):
+            k = gaussian_kappa(mechanism.sigma, delta)
+        elif isinstance(mechanism, LaplaceMechanism):
+            k = laplace_kappa(mechanism.scale, delta)
+        elif isinstance(mechanism, GeometricMechanism):
+            k = geometric_kappa(mechanism.scale, delta)
+        elif isinstance(mechanism, RandomizedResponse):
+            k = rr_kappa(mechanism.epsilon, mechanism.k, delta)
+        elif isinstance(mechanism, _DETERMINISTIC):
+            leaks = _deterministic_leaks(mechanism, definition.priors)
+            k = math.inf if leaks else 0.0
+            if leaks:
+                notes.append(
+                    "a deterministic release separates some neighbours: the loss is "
+                    "+inf with probability 1, so no finite kappa holds for delta < 1"
+                )
+        else:
+            matrix = finite_matrix(mechanism)
+            assert matrix is not None
+            pairs = finite_pairs(definition.priors, matrix.shape[0])
+            assert not isinstance(pairs, str)
+            k = finite_kappa(matrix, pairs, delta)
+            notes.append(
+                "finite kernel: exact enumeration over neighbouring rows and outputs; "
+                "ties loss = kappa are decided in floating point (log m(x,t) - log m(x',t))"
+            )
+        if isinstance(mechanism, _NOISE):
+            notes.append(
+                "noise mechanism: integer data, neighbours differ by 1 in one "
+                "coordinate (sensitivity 1)"
+            )
+        return k, True, tuple(notes)
