@@ -248,3 +248,10 @@ def test_joint_and_chain_sampling_match_their_kernels() -> None:
     chain = pp.Chain(m, k).sample([1], n, np.random.default_rng(1))
     p = (m.matrix @ k.matrix)[1, 1]
     assert abs(chain.mean() - p) < 5 * np.sqrt(p * (1 - p) / n)
+
+
+def test_randomized_response_large_epsilon_does_not_overflow() -> None:
+    rr = pp.RandomizedResponse(1e6, 3)
+    np.testing.assert_allclose(rr.matrix, np.eye(3))
+    rr = pp.RandomizedResponse(700.0, 2)
+    assert rr.matrix[0, 1] == pytest.approx(math.exp(-700.0))

@@ -40,8 +40,8 @@ def real(
     lo_bad = low is not None and (v < low or (low_open and v == low))
     hi_bad = high is not None and (v > high or (high_open and v == high))
     if lo_bad or hi_bad:
-        lb = "(" if low_open else "["
-        hb = ")" if high_open else "]"
+        lb = "[" if (allow_inf if low is None else not low_open) else "("
+        hb = "]" if (allow_inf if high is None else not high_open) else ")"
         lo_s = "-inf" if low is None else f"{low:g}"
         hi_s = "inf" if high is None else f"{high:g}"
         raise ValidationError(f"{name} must be in {lb}{lo_s}, {hi_s}{hb}; got {_echo(value)}")

@@ -125,8 +125,9 @@ class RandomizedResponse(FiniteKernel):
     def __init__(self, epsilon: float, k: int = 2) -> None:
         eps = v.real("epsilon", epsilon, low=0.0)
         kk = v.integer("k", k, low=2)
-        keep = math.exp(eps) / (math.exp(eps) + kk - 1)
-        other = 1.0 / (math.exp(eps) + kk - 1)
+        # e^{-ε} form: no overflow for large ε (keep -> 1, other -> 0).
+        other = math.exp(-eps) / (1.0 + (kk - 1) * math.exp(-eps))
+        keep = 1.0 / (1.0 + (kk - 1) * math.exp(-eps))
         m = np.full((kk, kk), other)
         np.fill_diagonal(m, keep)
         super().__init__(m)
