@@ -44,7 +44,9 @@ def two_point_delta(q: ArrayLike, ell: ArrayLike) -> NDArray[np.float64]:
     .. math:: \Delta_q = -\log\big(q + (1 - q)e^{-\ell}\big), \qquad
               \ell = \log\frac{m(x, T)}{m(x', T)} \in (-\infty, +\infty],
 
-    computed stably as :math:`-\mathrm{logaddexp}(\log q, \log(1 - q) - \ell)`;
+    computed stably as :math:`-\mathrm{logaddexp}(\log q, \log(1 - q) - \ell)`, and for
+    :math:`|\ell| \le 1` as :math:`-\mathrm{log1p}((1-q)\,\mathrm{expm1}(-\ell))` (exact 0 at
+    :math:`\ell = 0`);
     :math:`\ell = +\infty` gives :math:`-\log q` and q = 1 gives 0.
 
     Examples
@@ -55,8 +57,11 @@ def two_point_delta(q: ArrayLike, ell: ArrayLike) -> NDArray[np.float64]:
     """
     qq = np.asarray(q, dtype=np.float64)
     ll = np.asarray(ell, dtype=np.float64)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = -np.logaddexp(np.log(qq), np.log1p(-qq) - ll)
+        # Near ℓ = 0 use -log1p(-(1 - q)(1 - e^{-ℓ})), exact at ℓ = 0 (no 1e-16 residue).
+        near = -np.log1p((1.0 - qq) * np.expm1(-ll))
+    out = np.where(np.abs(ll) <= 1.0, near, out)
     return np.asarray(out, dtype=np.float64)
 
 

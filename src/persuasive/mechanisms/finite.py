@@ -47,7 +47,10 @@ class FiniteKernel(Mechanism):
                 f"matrix must be row-stochastic (each row sums to 1); row {row} sums to "
                 f"{sums[row]:.6g}"
             )
-        p = p / sums[:, None]
+        # Renormalise only rows that are off by more than rounding, so that equal entries of
+        # different rows (e.g. randomized response) stay bit-identical.
+        off = np.abs(sums - 1.0) > 8 * np.finfo(float).eps
+        p = np.where(off[:, None], p / sums[:, None], p)
         p.setflags(write=False)
         object.__setattr__(self, "matrix", p)
 
