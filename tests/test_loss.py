@@ -154,3 +154,15 @@ def test_bad_arguments_are_named() -> None:
         pp.relative_loss("log", q, pp.ExactMean(), [1.0, 2.0])  # type: ignore[arg-type]
     with pytest.raises(pp.ValidationError, match="finite"):
         pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), [np.nan, 2.0])
+
+
+def test_family_loss_equals_worst_member_with_infinite_scores() -> None:
+    # Vectorised family evaluation keeps the ∞ − ∞ = 0 convention member by member.
+    from persuasive.loss import score_differences
+
+    got = score_differences([np.inf, 1.0, -np.inf, np.inf], [np.inf, 0.5, -np.inf, 2.0])
+    assert got.tolist() == [0.0, 0.5, 0.0, np.inf]
+    prior = pp.DiscretePrior([[0, 0], [1, 1], [2, 0]], [0.2, 0.5, 0.3])
+    # Exact mean 1: the Receiver learns x = (1, 1) or (2, 0); member by member vs the family.
+    each = [pp.relative_loss(pp.MarginalDSS(i), prior, pp.ExactMean(), [2, 0]) for i in (0, 1)]
+    assert pp.relative_loss(pp.MarginalDSS(), prior, pp.ExactMean(), [2, 0]) == max(each)

@@ -145,7 +145,7 @@ def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
         A, s2 = lg
         tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
         m, v = gaussian_condition(prior.mean_, prior.cov_, A, s2, tt)
-        return GaussianPrior(m, v, allow_singular=True)
+        return GaussianPrior._trusted(m, v)
     if isinstance(prior, IndependentCellsPrior) and isinstance(mechanism, CellSuppression):
         return _suppression_posterior(prior, mechanism, t)
     _unsupported(prior, mechanism)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from persuasive.bayes import log_evidence, posterior
 from persuasive.errors import ValidationError
@@ -22,11 +22,13 @@ from persuasive.scores.base import Score
 from persuasive.scores.log import LogScore
 
 
-def score_difference(before: float, after: float) -> float:
-    """``before - after`` with the convention ∞ − ∞ = 0 (App. E.5)."""
-    if np.isinf(before) and np.isinf(after) and np.sign(before) == np.sign(after):
-        return 0.0
-    return float(before - after)
+def score_differences(before: ArrayLike, after: ArrayLike) -> NDArray[np.float64]:
+    """Elementwise ``before - after`` with the convention ∞ − ∞ = 0 (App. E.5)."""
+    b = np.asarray(before, dtype=np.float64)
+    a = np.asarray(after, dtype=np.float64)
+    same_inf = np.isinf(b) & np.isinf(a) & (np.sign(b) == np.sign(a))
+    with np.errstate(invalid="ignore"):
+        return np.where(same_inf, 0.0, b - a)
 
 
 def _log_loss(prior: Prior, mechanism: Mechanism, x: Any, t: Any) -> float:
@@ -93,4 +95,6 @@ def relative_loss(
     if isinstance(score, LogScore):
         return _log_loss(prior, mechanism, xs, t)
     post = posterior(prior, mechanism, t)
-    return max(score_difference(s(prior, xs), s(post, xs)) for s in score.members(prior.dim))
+    before = score.member_values(prior, xs, prior.dim)
+    after = score.member_values(post, xs, prior.dim)
+    return float(np.max(score_differences(before, after)))

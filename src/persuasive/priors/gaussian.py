@@ -47,6 +47,22 @@ class GaussianPrior(Prior):
         mu.setflags(write=False)
         sigma.setflags(write=False)
 
+    @classmethod
+    def _trusted(cls, mean: NDArray[np.float64], cov: NDArray[np.float64]) -> GaussianPrior:
+        """Internal constructor for posteriors (already validated PSD moments): skips the
+        O(n³) eigenvalue check of the public constructor."""
+        obj = cls.__new__(cls)
+        mu, sigma = np.array(mean, dtype=np.float64), np.array(cov, dtype=np.float64)
+        mu.setflags(write=False)
+        sigma.setflags(write=False)
+        object.__setattr__(obj, "mean_", mu)
+        object.__setattr__(obj, "cov_", sigma)
+        object.__setattr__(obj, "allow_singular", True)
+        return obj
+
+    def marginal_var(self) -> NDArray[np.float64]:
+        return np.diag(self.cov_).copy()
+
     def __repr__(self) -> str:
         return f"GaussianPrior(mean={self.mean_.tolist()}, cov={self.cov_.tolist()})"
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from numpy.typing import ArrayLike
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from persuasive.priors.base import Prior
 
@@ -33,6 +34,10 @@ class Score(ABC):
     def members(self, n: int) -> list[Score]:
         """The concrete scores of this family for datasets of dimension n (default: itself)."""
         return [self]
+
+    def member_values(self, P: Prior, x: ArrayLike, n: int) -> NDArray[np.float64]:
+        """``[S(P, x) for S in members(n)]`` as an array; families override it vectorised."""
+        return np.array([s(P, x) for s in self.members(n)], dtype=np.float64)
 
     @property
     def is_family(self) -> bool:

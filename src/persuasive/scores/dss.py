@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
@@ -84,6 +84,18 @@ class MarginalDSS(Score):
         if self.i >= n:
             raise ValidationError(f"MarginalDSS index i must be < n = {n}; got {self.i}")
         return [self]
+
+    def member_values(self, P: Prior, x: ArrayLike, n: int) -> NDArray[np.float64]:
+        """Every :math:`D_i(P, x)` of the family at once (vectorised over i)."""
+        if self.i is not None:
+            return super().member_values(P, x, n)
+        xs = as_dataset(x)
+        d2 = (xs - P.mean()) ** 2
+        var = P.marginal_var()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.log(var) + d2 / var
+        degenerate = np.where(d2 == 0.0, -np.inf, np.inf)
+        return np.where(var > 0.0, out, degenerate)
 
     def __call__(self, P: Prior, x: ArrayLike) -> float:
         if self.i is None:
