@@ -238,3 +238,15 @@ def test_unsupported_and_invalid() -> None:
     with pytest.raises(pp.ValidationError, match="increase n_samples"):
         pp.audit(pp.GaussianMechanism(1.0), pp.probabilistic_dp(1.0, 0.999), n_samples=10)
     assert pp.pure_dp(1.0).audit(pp.RandomizedResponse(1.0)).holds
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("k", [1, 7, 5_000, 30_000, 200_000])
+def test_kth_order_statistic_selection_matches_sorting(k: int, largest: bool) -> None:
+    # The pre-filtered selection used by the Monte Carlo audit against a full sort.
+    from persuasive.audit.montecarlo import _kth_largest_continuous
+
+    a = np.random.default_rng(k).standard_normal(400_000)
+    idx = _kth_largest_continuous(a, k, largest=largest)
+    expected = np.sort(a)[::-1][k - 1] if largest else np.sort(a)[k - 1]
+    assert a[idx] == expected
