@@ -37,6 +37,18 @@ def _pair(t: Any) -> tuple[Any, Any]:
     return t[0], t[1]
 
 
+def _check_parts(obj: Mechanism, names: tuple[str, str], *, finite: bool = True) -> None:
+    """Validate the two parts of a combinator and set its flags from theirs (``finite=False``
+    for combinators that do not enumerate their outputs)."""
+    parts = tuple(getattr(obj, name) for name in names)
+    for name, part in zip(names, parts, strict=True):
+        if not isinstance(part, Mechanism):
+            raise ValidationError(f"{name} must be a Mechanism; got {part!r}")
+    a, b = parts
+    object.__setattr__(obj, "deterministic", a.deterministic and b.deterministic)
+    object.__setattr__(obj, "finite", finite and a.finite and b.finite)
+
+
 @dataclass(frozen=True)
 class Joint(Mechanism):
     """The joint release M ⊗ K, K a kernel on M's outputs (independent of x; Prop 4)."""
@@ -45,13 +57,7 @@ class Joint(Mechanism):
     post: Mechanism
 
     def __post_init__(self) -> None:
-        for name in ("first", "post"):
-            if not isinstance(getattr(self, name), Mechanism):
-                raise ValidationError(f"{name} must be a Mechanism; got {getattr(self, name)!r}")
-        object.__setattr__(
-            self, "deterministic", self.first.deterministic and self.post.deterministic
-        )
-        object.__setattr__(self, "finite", self.first.finite and self.post.finite)
+        _check_parts(self, ("first", "post"))
 
     def apply(self, x: ArrayLike) -> Any:
         t = self.first.apply(x)
@@ -92,12 +98,7 @@ class Composition(Mechanism):
     second: Mechanism
 
     def __post_init__(self) -> None:
-        for name in ("first", "second"):
-            if not isinstance(getattr(self, name), Mechanism):
-                raise ValidationError(f"{name} must be a Mechanism; got {getattr(self, name)!r}")
-        object.__setattr__(
-            self, "deterministic", self.first.deterministic and self.second.deterministic
-        )
+        _check_parts(self, ("first", "second"), finite=False)
 
     def apply(self, x: ArrayLike) -> Any:
         return (self.first.apply(x), self.second.apply(x))
@@ -126,13 +127,7 @@ class Chain(Mechanism):
     post: Mechanism
 
     def __post_init__(self) -> None:
-        for name in ("first", "post"):
-            if not isinstance(getattr(self, name), Mechanism):
-                raise ValidationError(f"{name} must be a Mechanism; got {getattr(self, name)!r}")
-        object.__setattr__(
-            self, "deterministic", self.first.deterministic and self.post.deterministic
-        )
-        object.__setattr__(self, "finite", self.first.finite and self.post.finite)
+        _check_parts(self, ("first", "post"))
         object.__setattr__(self, "discrete_output", self.post.discrete_output)
 
     def apply(self, x: ArrayLike) -> Any:
