@@ -55,6 +55,9 @@ def test_independent_cells_accepts_arrays_and_scipy_laws() -> None:
         (lambda: pp.DiscretePrior([0, 1, 2], [0.5, 0.5]), "one entry per support point"),
         (lambda: pp.IndependentCellsPrior([[0.5, 0.4]]), r"pmfs\[0\]"),
         (lambda: pp.IndependentCellsPrior([]), "non-empty"),
+        (lambda: pp.IndependentCellsPrior([stats.norm(0, 1)]), r"pmfs\[0\] must be a 1-d pmf"),
+        (lambda: pp.IndependentCellsPrior([stats.poisson]), "needs parameters"),
+        (lambda: pp.IndependentCellsPrior([[0.5, 0.5], stats.randint(-2, 3)]), r"pmfs\[1\]"),
         (lambda: pp.TwoPointPrior(0, 1, 1.5), "q must be in"),
     ],
 )

@@ -151,33 +151,47 @@ def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
     _unsupported(prior, mechanism)
 
 
-def _suppression_posterior(
+def _suppression_split(
     prior: IndependentCellsPrior, mech: CellSuppression, t: Any
-) -> IndependentCellsPrior:
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """Validate a suppression output against the prior; return it and the suppressed mask."""
     tt = np.asarray(t, dtype=np.float64)
     if tt.shape != (prior.dim,):
         raise ValidationError(f"t must have {prior.dim} cells; got shape {tt.shape}")
-    cells = []
-    for i in range(prior.dim):
-        if tt[i] == CellSuppression.SUPPRESSED:
-            below = np.exp(prior.cell_logpmf(i, np.arange(mech.h)))
-            mass = below.sum()
-            if mass <= 0.0:
-                raise ValidationError(
-                    f"cell {i} is suppressed but the prior gives it no mass below h = {mech.h}"
-                )
-            cells.append(below / mass)
-        else:
-            if tt[i] < mech.h or tt[i] != np.round(tt[i]):
-                raise ValidationError(
-                    f"t[{i}] = {tt[i]} cannot be released by CellSuppression(h={mech.h})"
-                )
-            if not np.isfinite(prior.cell_logpmf(i, tt[i])):
-                raise ValidationError(f"t = {tt.tolist()} has probability zero under the prior")
-            point = np.zeros(int(tt[i]) + 1)
-            point[-1] = 1.0
-            cells.append(point)
-    return IndependentCellsPrior(cells)
+    supp = tt == CellSuppression.SUPPRESSED
+    bad = ~supp & ((tt < mech.h) | (tt != np.round(tt)))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValidationError(
+            f"t[{i}] = {tt[i]} cannot be released by CellSuppression(h={mech.h}): a released "
+            f"cell is an integer >= h, a suppressed one is {CellSuppression.SUPPRESSED}"
+        )
+    return tt, supp
+
+
+def _suppression_posterior(
+    prior: IndependentCellsPrior, mech: CellSuppression, t: Any
+) -> IndependentCellsPrior:
+    """Cell-wise: Q_i(· | x_i < h) for suppressed cells, δ_{t_i} for released ones."""
+    tt, supp = _suppression_split(prior, mech, t)
+    released = np.flatnonzero(~supp)
+    if released.size and not np.all(
+        np.isfinite(prior.logpmf_cells(np.where(supp, 0.0, tt))[released])
+    ):
+        raise ValidationError(f"t = {tt.tolist()} has probability zero under the prior")
+    hidden = np.flatnonzero(supp)
+    table = None
+    if hidden.size:
+        grid = np.broadcast_to(np.arange(mech.h, dtype=np.float64)[:, None], (mech.h, prior.dim))
+        below = np.exp(prior.logpmf_cells(grid)).T[hidden]  # (suppressed cells, h)
+        mass = below.sum(axis=1)
+        if np.any(mass <= 0.0):
+            i = int(hidden[np.argmax(mass <= 0.0)])
+            raise ValidationError(
+                f"cell {i} is suppressed but the prior gives it no mass below h = {mech.h}"
+            )
+        table = (hidden, below / mass[:, None])
+    return IndependentCellsPrior._from_parts(prior.dim, table, (released, tt[released]))
 
 
 def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
@@ -208,12 +222,9 @@ def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
             g = A @ prior.cov_ @ A.T + s2 * np.eye(A.shape[0])
             return float(stats.multivariate_normal(A @ prior.mean_, g).logpdf(tt))
     if isinstance(prior, IndependentCellsPrior) and isinstance(mechanism, CellSuppression):
-        tt = np.asarray(t, dtype=np.float64)
-        total = 0.0
-        for i in range(prior.dim):
-            if tt[i] == CellSuppression.SUPPRESSED:
-                total += float(np.log(prior.cell_cdf_below(i, mechanism.h)))
-            else:
-                total += float(prior.cell_logpmf(i, tt[i]))
-        return total
+        tt, supp = _suppression_split(prior, mechanism, t)
+        with np.errstate(divide="ignore"):
+            log_below = np.log(prior.cdf_below(mechanism.h))
+        released = prior.logpmf_cells(np.where(supp, 0.0, tt))
+        return float(np.where(supp, log_below, released).sum())
     _unsupported(prior, mechanism, "prior predictive density")

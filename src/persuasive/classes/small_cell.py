@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from persuasive import _tolerances as tol
@@ -53,7 +54,7 @@ class SmallCellClass(PriorClass):
         if not isinstance(prior, IndependentCellsPrior):
             return False
         floor = self.alpha * (1.0 - tol.CLASS_RTOL)
-        return all(prior.cell_cdf_below(i, self.h) >= floor for i in range(prior.dim))
+        return bool(np.all(prior.cdf_below(self.h) >= floor))
 
     def describe(self) -> dict[str, Any]:
         return {"class": "SmallCellClass", "h": self.h, "alpha": self.alpha}

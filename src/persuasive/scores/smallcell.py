@@ -102,6 +102,14 @@ class SmallCellLogScore(Score):
             raise ValidationError(f"SmallCellLogScore cell index i must be < n = {n}; got {self.i}")
         return self.i
 
+    def member_values(self, P: Prior, x: ArrayLike, n: int) -> NDArray[np.float64]:
+        """Every :math:`L_i^r(P, x)` of the family at once (vectorised over cells)."""
+        if self.i is not None or not isinstance(P, IndependentCellsPrior):
+            return super().member_values(P, x, n)
+        xs = as_dataset(x)
+        small = xs < self.r
+        return np.where(small, -P.logpmf_cells(np.where(small, xs, 0.0)), 0.0)
+
     def _evaluate_many(self, P: Prior, xs: NDArray[np.float64]) -> NDArray[np.float64]:
         """L_i^r(P, x) for datasets of shape (m, n)."""
         i = self._cell(P.dim)
