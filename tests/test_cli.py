@@ -257,10 +257,11 @@ def test_readme_setup_commands_match_ci() -> None:
     setup = readme.split("## Set-up", 1)[1].split("\n## ", 1)[0]
     commands = [b.strip() for b in _blocks(setup, "bash")]
     assert commands == [
-        "pip install . && persuasive examples",
+        "pip install . && persuasive demo",
         "pip install -e '.[test]' && python -m pytest",
     ]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install --quiet -e '.[dev]'" in ci  # dev includes test
+    assert "apt-get install -y -qq chromium" in ci  # the report's headless-browser test
     # CI runs the README's test command itself (quietly), as its last step.
     assert ci.rstrip().endswith(commands[1].replace("pip install -e", "pip install --quiet -e"))

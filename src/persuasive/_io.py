@@ -13,6 +13,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+_FILE_MODE = 0o666
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
@@ -34,6 +42,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        if tmp.is_file():  # mkstemp creates 0600; give the file the usual umask-based mode
+            os.chmod(tmp, _FILE_MODE & ~_umask())
         os.replace(tmp, dest)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -12,6 +12,10 @@ Commands
     Parse a spec and print what it declares.
 ``persuasive version``
     Print the version.
+``persuasive release table|mean DATA ... --out DIR``, ``persuasive verify CERT.json``,
+``persuasive demo [DIR]``
+    Release data with a certificate, re-check a certificate, run the real-data demo
+    (:mod:`persuasive.cli_release`).
 
 Exit status: 0 the guarantee holds, 1 it does not hold (or, for ``examples``, some example did
 not reproduce), 2 bad input — any :class:`~persuasive.errors.PersuasiveError`, printed as one
@@ -37,12 +41,16 @@ from rich.table import Table
 from rich.text import Text
 
 from persuasive import _tolerances as tol
+from persuasive.cli_release import demo, release_app, verify
 from persuasive.errors import PersuasiveError
 from persuasive.spec import Spec, example_paths, load_spec
 
 app = typer.Typer(
     name="persuasive",
-    help="Certify and audit Persuasive Privacy guarantees (Bon et al. 2026) from TOML specs.",
+    help=(
+        "Certify and audit Persuasive Privacy guarantees (Bon et al. 2026) from TOML specs; "
+        "release tables and means with a certificate anyone can verify."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -388,6 +396,11 @@ def version() -> None:
     from persuasive import __version__
 
     typer.echo(f"persuasive {__version__}")
+
+
+app.add_typer(release_app, name="release")
+app.command()(verify)
+app.command()(demo)
 
 
 def main() -> None:  # pragma: no cover - console entry point alias

@@ -7,6 +7,7 @@ the (mechanism, definition) pair:
 mechanism                               prior class                             method
 ======================================  ======================================  ===============
 ExactMean                               GaussianMeanClass (Prop 7)              optimisation
+Chain(ExactMean, GaussianMechanism)     GaussianMeanClass (noisy mean)          monte-carlo
 CellSuppression                         SmallCellClass (Prop 8)                 optimisation
 FiniteKernel, RandomizedResponse,       NeighbourPriors (Prop 6) / FiniteClass  enumeration
 Joint / Chain of finite kernels,
@@ -32,7 +33,7 @@ from persuasive.audit.core import q_grid_or_default
 from persuasive.classes import FiniteClass, GaussianMeanClass, NeighbourPriors, SmallCellClass
 from persuasive.definitions import PersuasivePrivacy, PersuasivePrivacyExpectation
 from persuasive.errors import UnsupportedCombinationError, ValidationError
-from persuasive.mechanisms import CellSuppression, ExactMean, Mechanism
+from persuasive.mechanisms import CellSuppression, ExactMean, GaussianMechanism, Mechanism
 from persuasive.results import Audit
 from persuasive.scores import LogScore, MarginalDSS
 
@@ -47,6 +48,12 @@ def _unsupported(
         f"no audit for {type(mechanism).__name__} x {type(definition.priors).__name__} "
         f"({', '.join(type(s).__name__ for s in definition.scores)}){': ' + why if why else ''}"
     )
+
+
+def _noisy_mean(mechanism: Mechanism) -> bool:
+    from persuasive.certify.noisy_mean import noise_of
+
+    return isinstance(noise_of(mechanism), GaussianMechanism)
 
 
 def audit(
@@ -157,6 +164,12 @@ def audit(
         from persuasive.audit.gaussian_search import gaussian_mean_audit
 
         return gaussian_mean_audit(mechanism, definition, x, gen, n_starts)
+    if isinstance(priors, GaussianMeanClass) and tail and _noisy_mean(mechanism):
+        if not all(isinstance(s, MarginalDSS) for s in definition.scores):
+            raise _unsupported(mechanism, definition, "noisy-mean audits use MarginalDSS scores")
+        from persuasive.audit.noisy_mean import noisy_mean_audit
+
+        return noisy_mean_audit(mechanism, definition, n_samples, confidence, gen)
     if isinstance(priors, SmallCellClass) and tail and isinstance(mechanism, CellSuppression):
         from persuasive.audit.small_cell import small_cell_audit
 

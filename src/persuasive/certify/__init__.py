@@ -9,23 +9,27 @@ Prop 6 (``Prop6``)         LogScore x NeighbourPriors (PDP): noise, deterministi
 App. C (``AppC``)          PPE with LogScore x NeighbourPriors: worst divergence [RECON]
 Prop 7 (``Prop7``)         ExactMean x MarginalDSS x GaussianMeanClass: r1 + log r2
 Prop 8 (``Prop8``)         CellSuppression x SmallCellLogScore x SmallCellClass: -log alpha
+noisy mean (``NoisyMean``) Chain(ExactMean, GaussianMechanism) x MarginalDSS x
+                           GaussianMeanClass: Prop 7 with noise (library extension, bound)
 Prop 5 (``Prop5Chain``)    Chain(M, K) that is not a finite kernel: refused, with the reason
 =========================  ===================================================================
 """
 
 from persuasive.certify.appc import AppC
 from persuasive.certify.composition import Prop3, Prop4, Prop5Chain
+from persuasive.certify.noisy_mean import NoisyMean
 from persuasive.certify.prop6 import Prop6
 from persuasive.certify.prop7 import Prop7
 from persuasive.certify.prop8 import Prop8
 from persuasive.certify.registry import THEOREMS, Theorem, certify, find_theorem, register
 
-for _th in (Prop4(), Prop3(), Prop6(), AppC(), Prop7(), Prop8(), Prop5Chain()):
+for _th in (Prop4(), Prop3(), Prop6(), AppC(), Prop7(), Prop8(), NoisyMean(), Prop5Chain()):
     register(_th)
 
 __all__ = [
     "THEOREMS",
     "AppC",
+    "NoisyMean",
     "Prop3",
     "Prop4",
     "Prop5Chain",

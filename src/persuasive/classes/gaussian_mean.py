@@ -13,6 +13,11 @@ MATH.md §10),
     \frac{(\bar x - \bar\mu)^2}{\bar\Sigma} \le r_1,\
     c_\Phi \le r_2\Big(1 - \frac{\max_i \sigma_i^2}{\|\sigma\|_2^2}\Big)\Big\},
     \qquad r_1 > 0,\ r_2 > 1.
+
+Optionally (this library's extension, ``docs/release_means.md``) the Receiver's prior sd of the
+mean is bounded, :math:`\sqrt{\bar\Sigma} \le V` (``max_mean_sd``): the subclass
+:math:`\mathcal G^{r,V}_x = \mathcal G^r_x \cap \{\bar\Sigma \le V^2\}` against which noise
+on the mean can be certified. ``None`` (the default) is Prop 7's class exactly.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ class GaussianMeanClass(PriorClass):
     r2 : float
         Bound on the correlation condition number relative to the variance spread, ``r2 > 1``
         (non-empty for n data points only when ``r2 >= n / (n - 1)``).
+    max_mean_sd : float, optional
+        Bound V on the prior standard deviation of the mean, :math:`\\sqrt{\\bar\\Sigma} \\le V`
+        (``V > 0``); ``None`` (default) leaves it unbounded, i.e. Prop 7's class.
 
     Examples
     --------
@@ -72,10 +80,17 @@ class GaussianMeanClass(PriorClass):
 
     r1: float
     r2: float
+    max_mean_sd: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "r1", v.real("r1", self.r1, low=0.0, low_open=True))
         object.__setattr__(self, "r2", v.real("r2", self.r2, low=1.0, low_open=True))
+        if self.max_mean_sd is not None:
+            object.__setattr__(
+                self,
+                "max_mean_sd",
+                v.real("max_mean_sd", self.max_mean_sd, low=0.0, low_open=True),
+            )
 
     def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
         if not isinstance(prior, GaussianPrior):
@@ -87,7 +102,11 @@ class GaussianMeanClass(PriorClass):
             raise ValidationError(f"x must have n = {prior.dim} entries; got {xs.shape[0]}")
         w2, c_phi, spread = class_terms(prior.mean_, prior.cov_, xs)
         slack = 1.0 + tol.CLASS_RTOL
-        return bool(w2 <= self.r1 * slack and c_phi <= self.r2 * spread * slack)
+        inside = bool(w2 <= self.r1 * slack and c_phi <= self.r2 * spread * slack)
+        if self.max_mean_sd is not None:
+            sbar = float(prior.cov_.sum()) / prior.dim**2
+            inside = inside and sbar <= self.max_mean_sd**2 * slack
+        return inside
 
     @property
     def kappa(self) -> float:
@@ -95,4 +114,7 @@ class GaussianMeanClass(PriorClass):
         return float(self.r1 + np.log(self.r2))
 
     def describe(self) -> dict[str, Any]:
-        return {"class": "GaussianMeanClass", "r1": self.r1, "r2": self.r2}
+        out: dict[str, Any] = {"class": "GaussianMeanClass", "r1": self.r1, "r2": self.r2}
+        if self.max_mean_sd is not None:
+            out["max_mean_sd"] = self.max_mean_sd
+        return out

@@ -325,8 +325,15 @@ PRIOR_CLASSES: dict[str, tuple[dict[str, Param], Builder]] = {
                 low_open=True,
                 doc="bound on the correlation condition number / variance spread",
             ),
+            "max_mean_sd": Param(
+                "real",
+                low=0.0,
+                low_open=True,
+                required=False,
+                doc="bound V on the prior sd of the mean (absent: unbounded, Prop 7's class)",
+            ),
         },
-        lambda p: cls.GaussianMeanClass(p["r1"], p["r2"]),
+        lambda p: cls.GaussianMeanClass(p["r1"], p["r2"], max_mean_sd=p["max_mean_sd"]),
     ),
     "small_cell": (
         {

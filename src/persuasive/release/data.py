@@ -1,0 +1,116 @@
+"""Reading data for a release: user files (CSV or Parquet) and the bundled real data sets.
+
+The real data sets are the CSV files that :mod:`statsmodels` ships inside its wheel, read with
+polars: nothing is downloaded.
+
+* :func:`load_cancer_counts` — breast-cancer counts of 301 US counties
+  (``statsmodels.datasets.cancer``; columns ``cancer``, the count, and ``population``). The
+  data set has no county identifier, so a key column ``county`` = ``"county_001"`` …
+  ``"county_301"`` is made from the row order of the bundled file.
+* :func:`load_fair` — Fair's (1978) survey of 6366 women on extramarital affairs
+  (``statsmodels.datasets.fair``; e.g. ``affairs``, ``religious``, ``occupation``).
+
+Examples
+--------
+>>> table = load_cancer_counts()
+>>> table.shape, table.columns
+((301, 3), ['county', 'cancer', 'population'])
+>>> table["county"][0], table["county"][-1], table["cancer"].dtype
+('county_001', 'county_301', Int64)
+>>> load_fair().height
+6366
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import polars as pl
+
+from persuasive.errors import ValidationError
+
+#: File suffixes the release commands read and write, and the polars reader of each.
+FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+
+
+def _statsmodels_csv(dataset: str) -> Path:
+    import importlib
+
+    module = importlib.import_module(f"statsmodels.datasets.{dataset}")
+    path = Path(module.__file__ or "").parent / f"{dataset}.csv"
+    if not path.is_file():  # pragma: no cover - a broken statsmodels install
+        raise ValidationError(
+            f"the data set {dataset!r} is not bundled with this statsmodels install "
+            f"(looked for {path}); reinstall statsmodels >= 0.14"
+        )
+    return path
+
+
+def load_cancer_counts() -> pl.DataFrame:
+    """County breast-cancer counts (statsmodels' ``cancer`` data set), with a key column.
+
+    Returns
+    -------
+    polars.DataFrame
+        301 rows: ``county`` (str, ``"county_001"`` … in the bundled file's row order, since
+        the data set names no county), ``cancer`` (Int64, the count of breast-cancer deaths)
+        and ``population`` (Int64).
+    """
+    raw = pl.read_csv(_statsmodels_csv("cancer"))
+    n = raw.height
+    return raw.select(
+        pl.format("county_{}", pl.int_range(1, n + 1).cast(pl.String).str.zfill(3)).alias("county"),
+        pl.col("cancer").cast(pl.Int64, strict=True),
+        pl.col("population").cast(pl.Int64, strict=True),
+    )
+
+
+def load_fair() -> pl.DataFrame:
+    """Fair's affairs survey (statsmodels' ``fair`` data set): 6366 rows, 9 numeric columns.
+
+    ``affairs`` is the time spent in extramarital affairs (a real number ≥ 0); ``religious``
+    (1–4) and ``occupation`` (1–6) are coded categories (Int64).
+    """
+    return pl.read_csv(_statsmodels_csv("fair"))
+
+
+def table_format(path: str | os.PathLike[str]) -> str:
+    """``"csv"`` or ``"parquet"`` from the file suffix, else a ValidationError naming it."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValidationError(
+            f"cannot tell the format of '{path}' from its suffix {suffix!r}: use a .csv or "
+            ".parquet file"
+        )
+    return FORMATS[suffix]
+
+
+def scan_table(path: str | os.PathLike[str]) -> pl.LazyFrame:
+    """A lazy scan of a CSV or Parquet file; a ValidationError if it is missing or unreadable."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValidationError(f"data file '{path}' not found")
+    fmt = table_format(p)
+    try:
+        if fmt == "csv":
+            frame = pl.scan_csv(p, null_values=["NA"], infer_schema_length=10_000)
+        else:
+            frame = pl.scan_parquet(p)
+        frame.collect_schema()
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValidationError(f"cannot read '{path}' as {fmt}: {first}") from None
+    return frame
+
+
+def require_columns(frame: pl.LazyFrame | pl.DataFrame, **columns: str | None) -> None:
+    """Check that every named column exists; a ValidationError naming the option otherwise.
+
+    ``require_columns(frame, column="affairs", group=None)`` checks ``affairs`` (``None`` is
+    skipped) and names the option (``--column``) and the existing columns when it is missing.
+    """
+    names = list(frame.collect_schema().names())
+    for option, column in columns.items():
+        if column is not None and column not in names:
+            raise ValidationError(f"--{option} {column!r}: no such column; the columns are {names}")

@@ -1,0 +1,167 @@
+"""The noisy-mean theorem (library extension of Prop 7) against independent computations."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import persuasive as pp
+from persuasive.certify.noisy_mean import gaussian_noise_kappa, tail_threshold
+from persuasive.errors import UnsupportedCombinationError
+from persuasive.spec import spec_from_dict
+
+
+def _formula(mu, cov, x, t, s):
+    """Δ_i of docs/release_means.md: through (g, m) only, never a posterior."""
+    n = mu.size
+    sbar = cov.sum() / n**2
+    g = sbar / (sbar + s * s)
+    sd = np.sqrt(np.diag(cov))
+    rho = cov.sum(axis=1) / n / (sd * math.sqrt(sbar))
+    z = (x - mu) / sd
+    m = g * (t - mu.mean()) / math.sqrt(sbar)
+    one = 1.0 - rho**2 * g
+    return -np.log(one) + z**2 - (z - rho * m) ** 2 / one, m**2 / g
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_loss_formula_matches_relative_loss(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 6))
+    a = rng.normal(size=(n, n))
+    cov = a @ a.T + 0.2 * np.eye(n)
+    mu, x = rng.normal(size=n), 2.0 * rng.normal(size=n)
+    s = float(rng.uniform(0.1, 3.0))
+    t = x.mean() + s * rng.normal()
+    mech = pp.Chain(pp.ExactMean(), pp.GaussianMechanism(s))
+    prior = pp.GaussianPrior(mu, cov)
+    delta_i, sup = _formula(mu, cov, x, t, s)
+    for i in range(n):
+        assert pp.relative_loss(pp.MarginalDSS(i), prior, mech, x, t) == pytest.approx(
+            delta_i[i], rel=1e-9, abs=1e-9
+        )
+    # the sup over z_i: -log(1 - rho_i^2 g) + m^2/g bounds every coordinate
+    sbar = cov.sum() / n**2
+    g = sbar / (sbar + s * s)
+    rho2 = (cov.sum(axis=1) / n) ** 2 / (np.diag(cov) * sbar)
+    assert np.all(delta_i <= -np.log1p(-rho2 * g) + sup + 1e-9)
+
+
+@pytest.mark.parametrize("gam", [1e-3, 0.1, 0.5, 0.9])
+@pytest.mark.parametrize("delta", [0.01, 0.1])
+def test_pointwise_tail_matches_noncentral_chi2(gam, delta):
+    r1 = 2.0
+    k = float(tail_threshold(np.array(math.sqrt(r1)), np.array(gam), np.array(gam), delta))
+    ref = (1 - gam) * stats.ncx2.ppf(1 - delta, df=1, nc=r1 * gam / (1 - gam))
+    assert k**2 == pytest.approx(ref, rel=1e-7)
+
+
+def test_kappa_not_monotone_in_gamma_and_bound_covers_grid():
+    """κ(δ; γ) rises then falls (r1 = 1, r2 = 4, δ = 0.05): the sup is interior."""
+    r1, r2, delta = 1.0, 4.0, 0.05
+    gam = np.linspace(1e-4, 0.999, 400)
+    vals = -np.log1p(-(1 - 1 / r2) * gam) + (1 - gam) * stats.ncx2.ppf(
+        1 - delta, 1, r1 * gam / (1 - gam)
+    )
+    j = int(np.argmax(vals))
+    assert 0 < j < gam.size - 1
+    k, _ = gaussian_noise_kappa(r1, r2, 1.0, None, delta)
+    assert k >= vals.max() - 1e-12
+    assert k <= vals.max() + 0.01  # the cell slack is small
+
+
+def test_kappa_monte_carlo():
+    """The pointwise bound at a fixed γ against a Monte Carlo quantile of v²."""
+    rng = np.random.default_rng(3)
+    r1, gam, delta = 1.5, 0.4, 0.05
+    v = math.sqrt(r1 * gam) + math.sqrt(1 - gam) * rng.normal(size=400_000)
+    mc = np.quantile(v**2, 1 - delta)
+    k = float(tail_threshold(np.array(math.sqrt(r1)), np.array(gam), np.array(gam), delta))
+    assert k**2 == pytest.approx(mc, rel=0.01)
+
+
+def test_certificate_values_and_monotonicity():
+    m = pp.Chain(pp.ExactMean(), pp.GaussianMechanism(1.0))
+    d0 = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(1.0, 4.0), 9.0, 0.0)
+    c0 = pp.certify(m, d0)
+    assert c0.kappa == math.inf and not c0.holds
+    ks = []
+    for sigma in [0.2, 0.5, 1.0, 2.0, 5.0, 50.0]:
+        d = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(4.0, 4.0, 1.0), 9.0, 0.05)
+        c = pp.certify(pp.Chain(pp.ExactMean(), pp.GaussianMechanism(sigma)), d)
+        assert c.basis.startswith("Prop 7 with noise") and not c.exact
+        ks.append(c.kappa)
+    assert all(a >= b for a, b in itertools.pairwise(ks))
+    # the large-noise limit is the chi-square(1) quantile at 1 - delta
+    assert stats.chi2.ppf(0.95, 1) <= ks[-1] <= stats.chi2.ppf(0.95, 1) * 1.005
+    # unbounded prior sd of the mean: never below Prop 7
+    dn = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(1.0, 4.0), 9.0, 0.05)
+    assert pp.certify(m, dn).kappa >= 1.0 + math.log(4.0)
+
+
+def test_exact_mean_unchanged_by_max_mean_sd():
+    d = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(1.0, 4.0, 0.3), 2.4)
+    c = pp.certify(pp.ExactMean(), d)
+    assert c.basis == "Prop 7 (Bon et al. 2026)"
+    assert c.kappa == pytest.approx(1.0 + math.log(4.0))
+    g = pp.GaussianMeanClass(1.0, 4.0, 1.0)
+    assert g.contains(pp.GaussianPrior([0.0, 0.0], [3.0, 1.0]), x=[1.0, 0.0])
+    assert not g.contains(pp.GaussianPrior([0.0, 0.0], [30.0, 10.0]), x=[1.0, 0.0])
+    assert pp.GaussianMeanClass(1.0, 4.0).describe() == {
+        "class": "GaussianMeanClass",
+        "r1": 1.0,
+        "r2": 4.0,
+    }
+
+
+def test_laplace_refused_with_reason():
+    m = pp.Chain(pp.ExactMean(), pp.LaplaceMechanism(1.0))
+    d = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(1.0, 4.0, 1.0), 9.0, 0.05)
+    with pytest.raises(UnsupportedCombinationError, match="Laplace noise on the mean"):
+        pp.certify(m, d)
+
+
+@pytest.mark.parametrize(
+    ("r1", "r2", "V", "sigma"), [(1.0, 4.0, None, 1.0), (4.0, 4.0, 1.0, 1.0), (2.0, 1.5, 0.3, 1.0)]
+)
+def test_audit_below_certificate(r1, r2, V, sigma):
+    m = pp.Chain(pp.ExactMean(), pp.GaussianMechanism(sigma))
+    d = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(r1, r2, V), 50.0, 0.05)
+    a = pp.audit(m, d, rng=1, n_samples=50_000)
+    c = pp.certify(m, d)
+    assert a.kappa <= c.kappa + 1e-9
+    assert a.witness is not None and d.priors.contains(a.witness.prior, a.witness.x)
+
+
+def test_audit_shows_noise_can_be_worse_than_exact_mean():
+    """A member of G^r reaches above r1 + log r2 at δ = 0.05 when Gaussian noise is added."""
+    m = pp.Chain(pp.ExactMean(), pp.GaussianMechanism(1.0))
+    d = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(1.0, 4.0), 50.0, 0.05)
+    assert pp.audit(m, d, rng=2, n_samples=50_000).kappa > 1.0 + math.log(4.0) + 0.5
+
+
+def test_spec_accepts_max_mean_sd():
+    doc = {
+        "mechanism": {
+            "type": "chain",
+            "first": {"type": "exact_mean"},
+            "post": {"type": "gaussian", "sigma": 1.0},
+        },
+        "definition": {
+            "kind": "pp",
+            "kappa": 5.0,
+            "delta": 0.05,
+            "scores": [{"type": "marginal_dss"}],
+            "priors": {"class": "gaussian_mean", "r1": 4.0, "r2": 4.0, "max_mean_sd": 0.1},
+        },
+    }
+    spec = spec_from_dict(doc)
+    assert spec.definition.priors.max_mean_sd == 0.1
+    assert spec.certify().holds
+    doc["definition"]["priors"]["max_mean_sd"] = -1.0
+    with pytest.raises(pp.ValidationError, match="max_mean_sd"):
+        spec_from_dict(doc)
