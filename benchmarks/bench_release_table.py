@@ -64,7 +64,7 @@ def main() -> None:
     print(
         f"release_table, shuffled key   : {t_shuffled * 1e3:8.1f} ms  "
         f"({N / t_shuffled / 1e6:6.1f} M cells/s)  ratio to copy {t_shuffled / t_copy:5.2f}x "
-        "(hash uniqueness check)"
+        "(bitmap uniqueness check)"
     )
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -312,3 +312,24 @@ def test_published_file_depends_only_on_what_is_released(tmp_path: Path) -> None
     assert a.table["loss"].to_list() != b.table["loss"].to_list()
     fa, fb = a.write(tmp_path / "a.csv"), b.write(tmp_path / "b.csv")
     assert fa.read_bytes() == fb.read_bytes()
+
+
+def test_header_only_csv_is_reported_as_empty(tmp_path: Path) -> None:
+    src = tmp_path / "empty.csv"
+    src.write_text("area,n\n")
+    with pytest.raises(pp.ValidationError, match="the table is empty"):
+        release_table(src, keys="area", count="n", h=4, receiver=POI)
+
+
+@pytest.mark.parametrize("offset", [0, -5, 10**12])
+def test_duplicated_integer_keys_are_caught_on_the_bitmap_path(offset: int) -> None:
+    # Shuffled integer keys take the bitmap uniqueness check; a duplicate must still be named.
+    keys = np.random.default_rng(1).permutation(1000) + offset
+    keys[700] = keys[3]
+    df = pl.DataFrame({"cell": keys, "n": np.arange(1000)})
+    with pytest.raises(pp.ValidationError, match="duplicated"):
+        release_table(df, keys="cell", count="n", h=4, receiver=POI)
+    ok = pl.DataFrame(
+        {"cell": np.random.default_rng(2).permutation(1000) + offset, "n": np.arange(1000)}
+    )
+    assert release_table(ok, keys="cell", count="n", h=4, receiver=POI).table.height == 1000

@@ -187,8 +187,22 @@ def _raise_first_problem(
         raise ValidationError(f"count column '{count}' at {where} {what}")
 
 
+#: Integer keys whose range is below this multiple of the row count are checked for duplicates
+#: with a bitmap (one scatter pass) rather than by hashing.
+_DENSE_KEY_SPAN = 8
+
+
 def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
     """Hash-based uniqueness of the keys (the released table keeps them, in input order)."""
+    if len(keys) == 1 and table.schema[keys[0]].is_integer() and table.height:
+        # Integer key over a compact range: one counting pass instead of hashing.
+        k = table.get_column(keys[0]).to_numpy()
+        lo, hi = int(k.min()), int(k.max())
+        if hi - lo < _DENSE_KEY_SPAN * table.height:
+            seen = np.zeros(hi - lo + 1, dtype=np.bool_)
+            seen[k if lo == 0 else k - lo] = True
+            if np.count_nonzero(seen) == table.height:
+                return  # every row set its own slot: no duplicates
     key_struct = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
     if table.select(key_struct.n_unique()).item() == table.height:
         return
@@ -407,7 +421,11 @@ def release_table(
     kappa = kappa_of(alpha)
     lf = _scan(source)
     try:
-        dtype = _check_schema(lf.collect_schema(), ks, cnt)
+        schema = lf.collect_schema()
+        if schema.get(cnt) == pl.String and lf.select(pl.len()).collect().item() == 0:
+            # a header-only CSV reads as text columns: say what is really wrong
+            raise ValidationError("the table is empty (no rows); a release needs at least one cell")
+        dtype = _check_schema(schema, ks, cnt)
         lf = lf.select(*ks, cnt).with_row_index(_ROW)
         checks = _checks(ks, cnt, dtype)
         c = pl.col(cnt)
