@@ -11,7 +11,6 @@ from scipy import stats
 
 import persuasive as pp
 from persuasive.certify.noisy_mean import gaussian_noise_kappa, tail_threshold
-from persuasive.errors import UnsupportedCombinationError
 from persuasive.spec import spec_from_dict
 
 
@@ -118,11 +117,14 @@ def test_exact_mean_unchanged_by_max_mean_sd():
     }
 
 
-def test_laplace_refused_with_reason():
+def test_laplace_noise_has_no_finite_kappa():
+    # Laplace noise on the mean: the proven worst case is infinite for delta < 1/2
+    # (docs/release_means.md, section c'), so the certificate says so and does not hold.
     m = pp.Chain(pp.ExactMean(), pp.LaplaceMechanism(1.0))
     d = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(1.0, 4.0, 1.0), 9.0, 0.05)
-    with pytest.raises(UnsupportedCombinationError, match="Laplace noise on the mean"):
-        pp.certify(m, d)
+    c = pp.certify(m, d)
+    assert c.kappa == math.inf and c.exact and not c.holds
+    assert "no finite kappa" in c.basis
 
 
 @pytest.mark.parametrize(

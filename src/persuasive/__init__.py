@@ -48,6 +48,7 @@ from persuasive.mechanisms import (
     Mechanism,
     RandomizedResponse,
 )
+from persuasive.mechanisms.linear import LinearGaussian
 from persuasive.priors import (
     DiscretePrior,
     GaussianPrior,
@@ -83,6 +84,7 @@ __all__ = [
     "IndependentCellsPrior",
     "Joint",
     "LaplaceMechanism",
+    "LinearGaussian",
     "LinearStatistic",
     "Mean",
     "Mechanism",

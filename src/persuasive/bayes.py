@@ -9,6 +9,9 @@ DiscretePrior                  any mechanism with a likelihood (reweighting, log
 GaussianPrior                  ExactMean / LinearStatistic (degenerate conditioning on Ax = t)
 GaussianPrior                  GaussianMechanism (T = x + N(0, σ²I))
 GaussianPrior                  Chain(ExactMean | LinearStatistic, GaussianMechanism)
+GaussianPrior                  Chain(ExactMean | 1-row LinearStatistic, LaplaceMechanism):
+                               a two-piece truncated-normal mixture (LaplaceMeanPosterior)
+GaussianPrior                  LinearGaussian (T = A x + N(0, R), any PSD R incl. 0)
 IndependentCellsPrior          CellSuppression (cell-wise truncation / point mass)
 any of the above               Joint(M, K) with K post-processing (Prop 4: Q_{T,U} = Q_T)
 any of the above               Composition(M₁, M₂) (sequential update)
@@ -36,23 +39,32 @@ from persuasive.mechanisms import (
     ExactMean,
     GaussianMechanism,
     Joint,
+    LaplaceMechanism,
+    LinearGaussian,
     LinearStatistic,
     Mechanism,
 )
 from persuasive.priors import DiscretePrior, GaussianPrior, IndependentCellsPrior, Prior
+from persuasive.priors.laplace_posterior import LaplaceMeanPosterior
 
 
 def _unsupported(prior: Prior, mechanism: Mechanism, what: str = "posterior") -> NoReturn:
     raise UnsupportedCombinationError(
         f"no exact {what} for {type(prior).__name__} x {type(mechanism).__name__}; supported: "
         "DiscretePrior x any mechanism with a likelihood, GaussianPrior x ExactMean / "
-        "LinearStatistic / GaussianMechanism / Chain(linear, GaussianMechanism), "
+        "LinearStatistic / GaussianMechanism / Chain(linear, GaussianMechanism) / "
+        "Chain(one-row linear, LaplaceMechanism), "
         "IndependentCellsPrior x CellSuppression (and Joint / Composition of these)"
     )
 
 
-def _linear_gaussian(mechanism: Mechanism, n: int) -> tuple[NDArray[np.float64], float] | None:
-    """(A, noise variance) if the mechanism is T = A x + N(0, s² I), else None."""
+def _linear_gaussian(
+    mechanism: Mechanism, n: int
+) -> tuple[NDArray[np.float64], float | NDArray[np.float64]] | None:
+    """(A, noise) if the mechanism is T = A x + N(0, R), else None; noise is s² (R = s² I)
+    or the (k, k) matrix R of a LinearGaussian."""
+    if isinstance(mechanism, LinearGaussian):
+        return mechanism.coefficients(n), np.asarray(mechanism.R)
     if isinstance(mechanism, (ExactMean, LinearStatistic)):
         return mechanism.coefficients(n), 0.0
     if isinstance(mechanism, GaussianMechanism):
@@ -66,15 +78,41 @@ def _linear_gaussian(mechanism: Mechanism, n: int) -> tuple[NDArray[np.float64],
     return None
 
 
+def _linear_laplace(mechanism: Mechanism, n: int) -> tuple[NDArray[np.float64], float] | None:
+    """(a, Laplace scale) if the mechanism is T = aᵀx + Lap(b) for one row a, else None."""
+    if (
+        isinstance(mechanism, Chain)
+        and isinstance(mechanism.first, (ExactMean, LinearStatistic))
+        and isinstance(mechanism.post, LaplaceMechanism)
+    ):
+        a = mechanism.first.coefficients(n)
+        if a.shape[0] == 1:
+            return a[0], mechanism.post.scale
+    return None
+
+
+def _laplace_posterior(
+    prior: GaussianPrior, a: NDArray[np.float64], scale: float, t: Any
+) -> LaplaceMeanPosterior | None:
+    """The exact Laplace posterior, or None when the prior fixes aᵀx (flat likelihood)."""
+    tt = np.asarray(t, dtype=np.float64).reshape(-1)
+    if tt.shape != (1,):
+        raise ValidationError(f"t must be one number for a one-row statistic; got {t!r}")
+    if float(a @ prior.cov_ @ a) <= tol.PSD_RTOL * max(float(np.trace(prior.cov_)), 1e-300):
+        return None
+    return LaplaceMeanPosterior(prior, a, scale, float(tt[0]))
+
+
 def gaussian_condition(
     mean: NDArray[np.float64],
     cov: NDArray[np.float64],
     A: NDArray[np.float64],
-    noise_var: float,
+    noise_var: float | NDArray[np.float64],
     t: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Posterior moments of :math:`x \sim N(\mu, \Sigma)` given :math:`T = Ax + e`,
-    :math:`e \sim N(0, s^2 I)` (s = 0 allowed: degenerate conditioning, MATH.md §8).
+    :math:`e \sim N(0, s^2 I)` (s = 0 allowed: degenerate conditioning, MATH.md §8), or
+    :math:`e \sim N(0, R)` when ``noise_var`` is a (k, k) PSD matrix R (``docs/linear.md``).
 
     .. math:: m = \mu + \Sigma A^\top G^{+}(t - A\mu), \quad
               V = \Sigma - \Sigma A^\top G^{+} A \Sigma, \quad G = A\Sigma A^\top + s^2 I
@@ -83,7 +121,8 @@ def gaussian_condition(
     :math:`A\Sigma A^\top` (redundant statistics) is handled without inverting a singular matrix.
     """
     sa = cov @ A.T
-    g = A @ sa + noise_var * np.eye(A.shape[0])
+    noise = np.asarray(noise_var, dtype=np.float64)
+    g = A @ sa + (noise * np.eye(A.shape[0]) if noise.ndim == 0 else noise)
     w, u = np.linalg.eigh(0.5 * (g + g.T))
     keep = w > tol.PSD_RTOL * max(float(w[-1]), 1e-300)
     resid = t - A @ mean
@@ -139,6 +178,10 @@ def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
         keep = np.isfinite(log_w)
         return DiscretePrior._from_log_weights(prior.support[keep], log_w[keep])
     if isinstance(prior, GaussianPrior):
+        ll = _linear_laplace(mechanism, prior.dim)
+        if ll is not None:
+            post = _laplace_posterior(prior, ll[0], ll[1], t)
+            return prior if post is None else post
         lg = _linear_gaussian(mechanism, prior.dim)
         if lg is None:
             _unsupported(prior, mechanism)
@@ -194,6 +237,15 @@ def _suppression_posterior(
     return IndependentCellsPrior._from_parts(prior.dim, table, (released, tt[released]))
 
 
+def _noise_definite(noise: float | NDArray[np.float64]) -> bool:
+    """Whether the noise covariance (scalar s² or matrix R) is positive definite."""
+    r = np.asarray(noise, dtype=np.float64)
+    if r.ndim == 0:
+        return bool(r > 0)
+    w = np.linalg.eigvalsh(r)
+    return bool(w[0] > tol.PSD_RTOL * max(float(w[-1]), 1e-300))
+
+
 def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
     r"""The log prior predictive :math:`\log m_Q(t) = \log \int m(z, t)\, Q(dz)`.
 
@@ -216,11 +268,20 @@ def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
         return float(logsumexp(prior.log_probs + mechanism.log_likelihood(prior.support, t)))
     if isinstance(prior, GaussianPrior):
         lg = _linear_gaussian(mechanism, prior.dim)
-        if lg is not None and lg[1] > 0:
+        if lg is not None and _noise_definite(lg[1]):
             A, s2 = lg
             tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
-            g = A @ prior.cov_ @ A.T + s2 * np.eye(A.shape[0])
+            s2a = np.asarray(s2, dtype=np.float64)
+            g = A @ prior.cov_ @ A.T + (s2a * np.eye(A.shape[0]) if s2a.ndim == 0 else s2a)
             return float(stats.multivariate_normal(A @ prior.mean_, g).logpdf(tt))
+        ll = _linear_laplace(mechanism, prior.dim)
+        if ll is not None:
+            post = _laplace_posterior(prior, ll[0], ll[1], t)
+            if post is not None:
+                return post.log_evidence
+            tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
+            flat = LaplaceMechanism(ll[1]).log_likelihood(np.atleast_1d(ll[0] @ prior.mean_), tt)
+            return float(flat)
     if isinstance(prior, IndependentCellsPrior) and isinstance(mechanism, CellSuppression):
         tt, supp = _suppression_split(prior, mechanism, t)
         with np.errstate(divide="ignore"):

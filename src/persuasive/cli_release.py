@@ -690,3 +690,6 @@ def demo(
         + ("." if result.ok else "; SOME RELEASE FAILED.")
     )
     raise typer.Exit(0 if result.ok else 1)
+
+
+from persuasive import cli_linear as _cli_linear  # noqa: E402, F401  (registers "release linear")

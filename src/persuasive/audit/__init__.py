@@ -8,6 +8,7 @@ mechanism                               prior class                             
 ======================================  ======================================  ===============
 ExactMean                               GaussianMeanClass (Prop 7)              optimisation
 Chain(ExactMean, GaussianMechanism)     GaussianMeanClass (noisy mean)          monte-carlo
+Chain(ExactMean, LaplaceMechanism)      GaussianMeanClass (no finite κ)         monte-carlo
 CellSuppression                         SmallCellClass (Prop 8)                 optimisation
 FiniteKernel, RandomizedResponse,       NeighbourPriors (Prop 6) / FiniteClass  enumeration
 Joint / Chain of finite kernels,
@@ -30,6 +31,7 @@ from numpy.typing import ArrayLike
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.audit.core import q_grid_or_default
+from persuasive.audit.noisy_mean_laplace import is_laplace_mean, laplace_mean_audit
 from persuasive.classes import FiniteClass, GaussianMeanClass, NeighbourPriors, SmallCellClass
 from persuasive.definitions import PersuasivePrivacy, PersuasivePrivacyExpectation
 from persuasive.errors import UnsupportedCombinationError, ValidationError
@@ -170,6 +172,8 @@ def audit(
         from persuasive.audit.noisy_mean import noisy_mean_audit
 
         return noisy_mean_audit(mechanism, definition, n_samples, confidence, gen)
+    if isinstance(priors, GaussianMeanClass) and tail and is_laplace_mean(mechanism):
+        return laplace_mean_audit(mechanism, definition, n_samples, confidence, gen)
     if isinstance(priors, SmallCellClass) and tail and isinstance(mechanism, CellSuppression):
         from persuasive.audit.small_cell import small_cell_audit
 

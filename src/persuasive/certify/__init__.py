@@ -17,14 +17,26 @@ Prop 5 (``Prop5Chain``)    Chain(M, K) that is not a finite kernel: refused, wit
 
 from persuasive.certify.appc import AppC
 from persuasive.certify.composition import Prop3, Prop4, Prop5Chain
+from persuasive.certify.linear import LinearStats
 from persuasive.certify.noisy_mean import NoisyMean
 from persuasive.certify.prop6 import Prop6
 from persuasive.certify.prop7 import Prop7
 from persuasive.certify.prop8 import Prop8
 from persuasive.certify.registry import THEOREMS, Theorem, certify, find_theorem, register
 
-for _th in (Prop4(), Prop3(), Prop6(), AppC(), Prop7(), Prop8(), NoisyMean(), Prop5Chain()):
+for _th in (
+    Prop4(),
+    Prop3(),
+    Prop6(),
+    AppC(),
+    Prop7(),
+    Prop8(),
+    NoisyMean(),
+    LinearStats(),
+    Prop5Chain(),
+):
     register(_th)
+import persuasive.certify.noisy_mean_laplace  # noqa: E402, F401  (registers itself before Prop 5)
 
 __all__ = [
     "THEOREMS",

@@ -21,7 +21,8 @@ q_{1-\delta}\big[(\sqrt{r_1\gamma} + \sqrt{1-\gamma}\,Z)^2\big]`. The supremum i
 :math:`\chi^2_1` quantile), so it is bounded over a partition of :math:`[0, \gamma_{\max}]` by
 interval arithmetic that errs towards larger κ (:func:`gaussian_noise_kappa`).
 
-Laplace noise is not certified (a clear :class:`~persuasive.errors.UnsupportedCombinationError`).
+Laplace noise is handled by :mod:`persuasive.certify.noisy_mean_laplace`, which proves there is no
+finite κ against this class for δ < 1/2 (docs/release_means.md, section c′).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from persuasive.certify.prop7 import _n_of
-from persuasive.certify.registry import Bound, Theorem, all_of, score_names
+from persuasive.certify.registry import THEOREMS, Bound, Theorem, all_of, score_names
 from persuasive.classes import GaussianMeanClass
 from persuasive.definitions import PersuasivePrivacy
 from persuasive.mechanisms import Chain, GaussianMechanism, LaplaceMechanism, Mechanism
@@ -189,8 +190,9 @@ class NoisyMean(Theorem):
             return f"needs scores = MarginalDSS only; got {score_names(definition.scores)}"
         if not isinstance(definition.priors, GaussianMeanClass):
             return f"needs priors = GaussianMeanClass; got {type(definition.priors).__name__}"
-        if isinstance(post, LaplaceMechanism):
-            return LAPLACE_MISSING
+        if isinstance(post, LaplaceMechanism):  # NoisyMeanLaplace's, when it is registered
+            laplace = any(t.name == "noisy_mean_laplace" for t in THEOREMS)
+            return "Laplace noise: see NoisyMeanLaplace" if laplace else LAPLACE_MISSING
         if not isinstance(post, GaussianMechanism):
             return f"needs GaussianMechanism noise on the mean; got {type(post).__name__}"
         n = _n_of(mechanism.first)  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ from persuasive.mechanisms.base import Mechanism
 from persuasive.mechanisms.combinators import Chain, Composition, Joint
 from persuasive.mechanisms.deterministic import CellSuppression, ExactMean, LinearStatistic
 from persuasive.mechanisms.finite import FiniteKernel, RandomizedResponse
+from persuasive.mechanisms.linear import LinearGaussian
 from persuasive.mechanisms.noise import GaussianMechanism, GeometricMechanism, LaplaceMechanism
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "GeometricMechanism",
     "Joint",
     "LaplaceMechanism",
+    "LinearGaussian",
     "LinearStatistic",
     "Mechanism",
     "RandomizedResponse",

@@ -4,7 +4,8 @@ r"""Release the mean of a numeric column (or one mean per group) with a certific
   0)`-PP, sharp.
 * Mean plus Gaussian noise: :class:`~persuasive.certify.NoisyMean`, this library's extension
   (``docs/release_means.md``), an upper bound at δ > 0 under the class with the prior sd of the
-  mean bounded by ``max_mean_sd``. Laplace noise is refused (not certified yet).
+  mean bounded by ``max_mean_sd``. Laplace noise is refused: it has no finite κ against this
+  class (:class:`~persuasive.certify.noisy_mean_laplace.NoisyMeanLaplace`, proved).
 * Group means over disjoint groups: under a product prior across groups each individual's
   posterior depends only on its own group's mean, so κ is the largest per-group κ (parallel
   composition, proved in ``docs/release_means.md``); a joint (correlated) prior is refused.
@@ -25,7 +26,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
 from persuasive.certify import certify
-from persuasive.certify.noisy_mean import LAPLACE_MISSING, gaussian_noise_kappa
+from persuasive.certify.noisy_mean import gaussian_noise_kappa
+from persuasive.certify.noisy_mean_laplace import LAPLACE_NO_FINITE_KAPPA
 from persuasive.classes import GaussianMeanClass
 from persuasive.definitions import PersuasivePrivacy
 from persuasive.errors import UnsupportedCombinationError, ValidationError
@@ -65,7 +67,7 @@ def _parts(
     if noise is not None:
         kind, scale = noise
         if kind == "laplace":
-            raise UnsupportedCombinationError(LAPLACE_MISSING)
+            raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
         if delta <= 0.0:
             raise ValidationError(
                 "delta must be > 0 with Gaussian noise (e.g. delta = 0.05); got delta = 0: "
@@ -247,7 +249,8 @@ def release_mean(
     r1, r2 : float
         The class :math:`\mathcal G^r_x` of Prop 7 (r1 > 0, r2 > 1).
     noise : None, ("gaussian", sigma) or ("laplace", scale)
-        Laplace noise raises UnsupportedCombinationError (not certified yet).
+        Laplace noise raises UnsupportedCombinationError: it has no finite κ against
+        :math:`\mathcal G^{r,V}_x` (NoisyMeanLaplace, proved in ``docs/release_means.md``).
     max_mean_sd : float, optional
         Bound V on the Receiver's prior sd of the mean (only noise uses it).
     delta : float
@@ -409,7 +412,7 @@ def calibrate_mean(
         return out
     if isinstance(noise, str):
         if noise == "laplace":
-            raise UnsupportedCombinationError(LAPLACE_MISSING)
+            raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
         if noise != "gaussian":
             raise ValidationError(f'noise must be "gaussian" to calibrate its sd; got {noise!r}')
         if r1 is None or max_mean_sd is None or delta <= 0.0:
@@ -440,7 +443,7 @@ def calibrate_mean(
     nz = _noise(noise)
     assert nz is not None
     if nz[0] == "laplace":
-        raise UnsupportedCombinationError(LAPLACE_MISSING)
+        raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
     if delta <= 0.0:
         raise ValidationError("delta must be > 0 with Gaussian noise (kappa is infinite at 0)")
 

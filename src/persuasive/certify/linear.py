@@ -1,0 +1,89 @@
+r"""Linear statistics under the class :math:`\mathcal G^r_{A,x}` (this library's extension).
+
+*Not a result of the paper*: Prop 7 (Bon et al. 2026) generalised to any k x n matrix A and
+Gaussian noise N(0, R); proved in ``docs/linear.md`` (Thms 3–4).
+
+- R = 0: :math:`\kappa = r_1 + \log r_2` at every δ, exact (attained with Φ = I).
+- R ≠ 0: :math:`\kappa(\delta) = \sup_{0<\gamma\le\gamma_{\max}} -\log(1 - c\gamma) +
+  q_{1-\delta}[(\sqrt{r_1\gamma} + \sqrt{1-\gamma}Z)^2]`, :math:`c = 1 - 1/r_2`,
+  :math:`\gamma_{\max} = V^2/(V^2 + \lambda_{\min}(R))`, an upper bound (the machinery of
+  :mod:`persuasive.certify.noisy_mean`).
+
+Refused when A exposes an individual (the class is empty; a certificate would be vacuous).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from persuasive.certify.registry import Bound, Theorem, all_of, score_names
+from persuasive.definitions import PersuasivePrivacy
+from persuasive.errors import ValidationError
+from persuasive.linear.classes import LinearGaussianClass, exposed_by
+from persuasive.mechanisms import LinearGaussian, LinearStatistic, Mechanism
+from persuasive.scores import MarginalDSS
+
+
+def _a_r(mechanism: Mechanism) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(mechanism, LinearGaussian):
+        return np.asarray(mechanism.A), np.asarray(mechanism.R)
+    a = np.asarray(mechanism.A)  # type: ignore[attr-defined]
+    return a, np.zeros((a.shape[0], a.shape[0]))
+
+
+class LinearStats(Theorem):
+    """κ of T = A x (+ N(0, R)) under (MarginalDSS, LinearGaussianClass).
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> from persuasive.linear import LinearGaussianClass
+    >>> d = pp.PersuasivePrivacy(pp.MarginalDSS(), LinearGaussianClass(1.0, 4.0), 2.4)
+    >>> c = pp.certify(pp.LinearGaussian([[1, 1, 1], [1, -1, 0]]), d)
+    >>> round(c.kappa, 10), c.exact
+    (2.3862943611, True)
+    """
+
+    name = "linear"
+    basis = "Linear statistics (persuasive extension of Prop 7, Bon et al. 2026, docs/linear.md)"
+
+    def supports(self, mechanism: Mechanism, definition: Any) -> str | None:
+        if not isinstance(mechanism, (LinearGaussian, LinearStatistic)):
+            return "applies to LinearGaussian / LinearStatistic only"
+        if not isinstance(definition, PersuasivePrivacy):
+            return "needs a PersuasivePrivacy (tail) definition"
+        if not all_of(definition.scores, MarginalDSS):
+            return f"needs scores = MarginalDSS only; got {score_names(definition.scores)}"
+        cls = definition.priors
+        if not isinstance(cls, LinearGaussianClass):
+            return f"needs priors = LinearGaussianClass; got {type(cls).__name__}"
+        a, _ = _a_r(mechanism)
+        if a.shape[1] < 2:
+            return "needs n >= 2 individuals"
+        try:
+            cls._a(a)
+        except ValidationError as exc:
+            return str(exc)
+        bad = np.flatnonzero(exposed_by(a))
+        if bad.size:
+            return (
+                f"A exposes individual(s) {bad.tolist()} exactly (e_i in A's row space): the "
+                "class is empty, so no guarantee is certified; see persuasive.linear.analyse"
+            )
+        return None
+
+    def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:
+        cls: LinearGaussianClass = definition.priors
+        a, r = _a_r(mechanism)
+        if not np.any(r):
+            return cls.kappa, True, ("sharp: attained by Phi = I with min_i D_i/sigma_i^2 = 1/r2",)
+        if delta <= 0.0:
+            return math.inf, True, ("delta = 0: Gaussian noise is unbounded (no finite kappa)",)
+        k = cls.class_kappa(a, r, delta)
+        notes = ["upper bound: sup over x_i inside the tail, gamma sup by interval arithmetic"]
+        if cls.max_stat_sd is None:
+            notes.append("max_stat_sd unbounded: gamma up to 1, noise cannot beat r1 + log r2")
+        return k, False, tuple(notes)

@@ -1,0 +1,194 @@
+r"""Repairing a linear release: calibrated Gaussian noise, or statistics withheld (extension).
+
+:func:`calibrate_noise` finds the smallest noise scale s with :math:`\max_i\kappa_i \le`
+``target``, for R = s²I (isotropic) or R = s² diag(c_j²) with :math:`c_j` the prior sd of
+statistic j (``per_statistic=True``: every statistic gets the same signal-to-noise ratio).
+κ is the fixed-prior bound :meth:`LinearAnalysis.kappa` or the class certificate
+:meth:`LinearGaussianClass.class_kappa`. The fixed-prior κ(s) need not be monotone (the
+quantile term is not monotone in γ, ``docs/release_means.md``), so s is found by a
+geometric scan for the first grid point meeting the target, then bisection inside that
+bracket; the achieved κ is re-evaluated at the returned s. As s → ∞, κ tends to the
+:math:`\chi^2_1` (1 − δ) quantile, so smaller targets are unreachable (ValidationError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from persuasive import _validation as v
+from persuasive.errors import ValidationError
+from persuasive.linear.analysis import analyse, check_A
+from persuasive.linear.classes import LinearGaussianClass
+from persuasive.linear.structured import as_cov
+from persuasive.mechanisms.linear import LinearGaussian, noise_covariance
+
+#: Scan grid: s from SCAN_LO to SCAN_HI times the reference scale, geometric, SCAN_POINTS.
+SCAN_LO, SCAN_HI, SCAN_POINTS = 1e-4, 1e4, 161
+#: Bisection steps inside the bracket (relative width 2^-BISECT of a grid cell).
+BISECT: int = 50
+
+
+@dataclass(frozen=True)
+class NoiseCalibration:
+    """Result of :func:`calibrate_noise`: ``sd`` (the scale s), ``sds`` (per statistic),
+    ``R``, ``kappa`` (max over individuals at s) and the ``mechanism``."""
+
+    sd: float
+    sds: NDArray[np.float64]
+    R: NDArray[np.float64]
+    kappa: float
+    mechanism: LinearGaussian
+
+
+@dataclass(frozen=True)
+class Withholding:
+    """Result of :func:`greedy_withhold`: ``kept`` / ``dropped`` row indices (drop order),
+    ``kappa`` per individual after, ``path`` (max κ before each drop and at the end)."""
+
+    kept: list[int]
+    dropped: list[int]
+    kappa: NDArray[np.float64]
+    path: list[float]
+    mechanism: LinearGaussian | None
+
+
+def calibrate_noise(
+    A: ArrayLike,
+    target: float,
+    *,
+    mean: ArrayLike | None = None,
+    cov: Any = None,
+    r1: float | None = None,
+    cls: LinearGaussianClass | None = None,
+    delta: float = 0.05,
+    per_statistic: bool = False,
+) -> NoiseCalibration:
+    """Smallest noise scale bringing every individual to κ ≤ ``target``.
+
+    Give either a fixed prior (``mean``, ``cov``, ``r1``) or a class ``cls``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from persuasive.linear import calibrate_noise
+    >>> A = [[1/3, 1/3, 1/3], [0.5, 0.5, 0.0]]  # exposes person 3 when exact
+    >>> c = calibrate_noise(A, 5.0, mean=np.zeros(3), cov=np.eye(3), r1=1.0, delta=0.05)
+    >>> bool(c.kappa <= 5.0 and c.sd > 0)
+    True
+    """
+    a = check_A(A)
+    k = a.shape[0]
+    target = v.real("target", target, low=0.0)
+    delta = v.real("delta", delta, low=0.0, high=1.0)
+    if cls is not None:
+        scale = cls.max_stat_sd or 1.0
+        c = np.sqrt(np.einsum("ij,ij->i", a, a)) if per_statistic else np.ones(k)
+        c = c / c.max()
+
+        def f(s: float) -> float:
+            return cls.class_kappa(a, s**2 * np.diag(c**2), delta)
+    else:
+        if mean is None or cov is None or r1 is None:
+            raise ValidationError("calibrate_noise needs cls=..., or mean=, cov= and r1=")
+        ops = as_cov(cov, a.shape[1])
+        stat_var = np.einsum("ij,ji->i", a, ops.times_At(a))
+        scale = float(np.sqrt(stat_var.max()))
+        c = np.sqrt(stat_var) / scale if per_statistic else np.ones(k)
+        mu = np.asarray(mean, dtype=float)
+        r1v = v.real("r1", r1, low=0.0)
+
+        def f(s: float) -> float:
+            an = analyse(mu, ops, a, s**2 * np.diag(c**2) if s > 0 else None)
+            return float(an.kappa(r1v, delta).max())
+
+    return _search(f, a, c, scale, target)
+
+
+def _search(
+    f: Callable[[float], float],
+    a: NDArray[np.float64],
+    c: NDArray[np.float64],
+    scale: float,
+    target: float,
+) -> NoiseCalibration:
+    def done(s: float, val: float) -> NoiseCalibration:
+        r = noise_covariance(s**2 * c**2, a.shape[0])
+        return NoiseCalibration(
+            float(s), s * c, r, float(val), LinearGaussian(a, r if s > 0 else None)
+        )
+
+    k0 = f(0.0)
+    if k0 <= target:
+        return done(0.0, k0)
+    grid = scale * np.geomspace(SCAN_LO, SCAN_HI, SCAN_POINTS)
+    prev = 0.0
+    for s in grid:
+        val = f(float(s))
+        if np.isfinite(val) and val <= target:
+            lo, hi = prev, float(s)
+            for _ in range(BISECT):
+                mid = 0.5 * (lo + hi) if lo > 0 else hi / 2.0
+                ok = f(mid) <= target
+                lo, hi = (lo, mid) if ok else (mid, hi)
+            return done(hi, f(hi))
+        prev = float(s)
+    raise ValidationError(
+        f"target = {target} is unreachable by noise up to sd {grid[-1]:.3g} (kappa there "
+        f"{f(float(grid[-1])):.4g}); with delta > 0 kappa cannot go below the chi2(1) quantile "
+        "q_{1-delta}; raise target or delta, or withhold statistics"
+    )
+
+
+def greedy_withhold(
+    A: ArrayLike,
+    target: float,
+    *,
+    mean: ArrayLike,
+    cov: Any,
+    r1: float,
+    R: ArrayLike | None = None,
+    delta: float = 0.0,
+) -> Withholding:
+    """Drop, one at a time, the statistic whose removal lowers max_i κ_i most, until ≤ target.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from persuasive.linear import greedy_withhold
+    >>> A = [[1/3, 1/3, 1/3], [0.5, 0.5, 0.0]]
+    >>> w = greedy_withhold(A, 3.0, mean=np.zeros(3), cov=np.eye(3), r1=1.0)
+    >>> len(w.kept), len(w.dropped), bool(w.kappa.max() <= 3.0)
+    (1, 1, True)
+    """
+    a = check_A(A)
+    ops = as_cov(cov, a.shape[1])
+    r = noise_covariance(R, a.shape[0])
+    target = v.real("target", target, low=0.0)
+    mu = np.asarray(mean, dtype=float)
+
+    def kap(rows: list[int]) -> NDArray[np.float64]:
+        if not rows:
+            return np.zeros(a.shape[1])
+        sub = r[np.ix_(rows, rows)]
+        return analyse(mu, ops, a[rows], sub if np.any(sub) else None).kappa(r1, delta)
+
+    kept, dropped = list(range(a.shape[0])), []
+    cur = kap(kept)
+    path = [float(cur.max())]
+    while kept and cur.max() > target:
+        trials = [(float(kap([j for j in kept if j != d]).max()), d) for d in kept]
+        _, d = min(trials)
+        kept.remove(d)
+        dropped.append(d)
+        cur = kap(kept)
+        path.append(float(cur.max()))
+    mech = None
+    if kept:
+        sub = r[np.ix_(kept, kept)]
+        mech = LinearGaussian(a[kept], sub if np.any(sub) else None)
+    return Withholding(kept, dropped, cur, path, mech)
