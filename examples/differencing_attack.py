@@ -71,7 +71,8 @@ class Attack:
 
 def attack(fair: pl.DataFrame) -> Attack:
     """Release with the differencing statistic (refused) and replay the attack on its values."""
-    from persuasive.release.linear import release_linear, statistics_matrix
+    from persuasive.release.linear import release_linear
+    from persuasive.release.statistics import statistics_matrix
 
     stats = differencing_statistics()
     rel = release_linear(fair, value="affairs", statistics=stats, r1=R1, r2=R2)
@@ -95,7 +96,7 @@ class NoiseRepair:
 def noise_repair(fair: pl.DataFrame) -> NoiseRepair:
     """The smallest noise sd meeting :data:`TARGET_KAPPA` for the stated Receiver."""
     from persuasive.linear import StructuredCovariance, analyse, calibrate_noise
-    from persuasive.release.linear import statistics_matrix
+    from persuasive.release.statistics import statistics_matrix
 
     names, a = statistics_matrix(fair, differencing_statistics(), value="affairs")
     n = fair.height

@@ -61,7 +61,7 @@ def test_noise_repair_meets_the_target(fair) -> None:
 def test_noise_repair_posterior_variance_independent(fair) -> None:
     """Under the stated prior (Σ = s²I) and noise sd σ, x_17's posterior variance is
     s² − s⁴ a_iᵀ (s² A Aᵀ + σ² I)⁻¹ a_i > 0 (k × k algebra, numpy)."""
-    from persuasive.release.linear import statistics_matrix
+    from persuasive.release.statistics import statistics_matrix
 
     rep = ex.noise_repair(fair)
     _, a = statistics_matrix(fair, ex.differencing_statistics(), value="affairs")
@@ -80,7 +80,7 @@ def test_withholding_drops_the_differencing_statistic(fair, xs) -> None:
     for k in (1, 2, 3, 4):
         assert kept[f"religious_{k}"] == pytest.approx(x[g == k].mean(), rel=1e-12)
     # nobody exposed any more: e_17 is not a combination of the kept rows (numpy least squares)
-    from persuasive.release.linear import statistics_matrix
+    from persuasive.release.statistics import statistics_matrix
 
     stats = [s for s in ex.differencing_statistics() if s[0] in kept]
     _, a = statistics_matrix(fair, stats, value="affairs")

@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 
 from persuasive.cli import app
 from persuasive.errors import ValidationError
-from persuasive.release.linear import release_linear, statistics_matrix
+from persuasive.release.linear import release_linear
+from persuasive.release.statistics import statistics_matrix
 
 runner = CliRunner()
 R1, R2 = 1.0, 4.0

@@ -34,7 +34,7 @@ from persuasive.cli_release import (
     release_app,
 )
 from persuasive.errors import ValidationError
-from persuasive.release.linear import Statistic
+from persuasive.release.statistics import Statistic
 
 
 def parse_statistic(text: str) -> Statistic:
@@ -188,7 +188,8 @@ def release_linear_cmd(
     """
     from persuasive.release.data import scan_table
     from persuasive.release.demo import atomic_directory, check_output_dir
-    from persuasive.release.linear import release_linear, write_linear_release
+    from persuasive.release.linear import release_linear
+    from persuasive.release.linear_output import write_linear_release
 
     _guard(lambda: check_output_dir(out, force=force))
     if format_ not in ("csv", "parquet"):

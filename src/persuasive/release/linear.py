@@ -26,7 +26,6 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,179 +34,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
+from persuasive.release.statistics import (
+    COMBINATION_RTOL,
+    Statistic,
+    build_rows,
+)
 from persuasive.results import Certificate
-
-#: The kinds of statistic, and the 0-based row-number column added for ``where`` clauses.
-STAT_KINDS = ("mean", "sum")
-ROW_ID = "row_id"
-#: Coefficients of a revealing combination below this (relative to the largest) are not shown.
-COMBINATION_RTOL = 1e-9
-
-
-@dataclass(frozen=True)
-class Statistic:
-    """One linear statistic: the ``kind`` ("mean" or "sum") of the value column over ``where``.
-
-    Examples
-    --------
-    >>> Statistic("religious_4", "mean", "religious = 4").to_dict()
-    {'name': 'religious_4', 'kind': 'mean', 'where': 'religious = 4'}
-    """
-
-    name: str
-    kind: str
-    where: str = "true"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValidationError(f"statistic name must be a non-empty string; got {self.name!r}")
-        if self.kind not in STAT_KINDS:
-            raise ValidationError(
-                f"statistic {self.name!r}: kind must be 'mean' or 'sum'; got {self.kind!r}"
-            )
-        if not isinstance(self.where, str) or not self.where.strip():
-            raise ValidationError(
-                f"statistic {self.name!r}: where must be a SQL condition such as 'true' or "
-                f"'religious = 4'; got {self.where!r}"
-            )
-
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "kind": self.kind, "where": self.where}
-
-
-def as_statistics(statistics: Iterable[Any]) -> tuple[Statistic, ...]:
-    """Statistics from :class:`Statistic` objects or ``(name, kind, where)`` triples."""
-    out = []
-    for s in statistics:
-        if isinstance(s, Statistic):
-            out.append(s)
-        elif isinstance(s, (tuple, list)) and len(s) == 3:
-            out.append(Statistic(*s))
-        else:
-            raise ValidationError(
-                f"a statistic must be a (name, kind, where) triple; got {s!r} "
-                "(e.g. ('overall', 'mean', 'true'))"
-            )
-    if not out:
-        raise ValidationError("statistics must name at least one statistic")
-    names = [s.name for s in out]
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise ValidationError(f"statistic names must be unique; {dup} appear more than once")
-    return tuple(out)
-
-
-def _indexed(frame: pl.DataFrame | pl.LazyFrame) -> pl.DataFrame:
-    if isinstance(frame, pl.LazyFrame):
-        frame = frame.collect()
-    if not isinstance(frame, pl.DataFrame):
-        raise ValidationError(f"frame must be a polars DataFrame or LazyFrame; got {frame!r:.60}")
-    if ROW_ID in frame.columns:
-        raise ValidationError(
-            f"the data already have a column {ROW_ID!r}; rename it: the release adds {ROW_ID!r} "
-            "(the 0-based row number) for WHERE clauses"
-        )
-    if frame.height == 0:
-        raise ValidationError("the data have no rows: there is nothing to release")
-    return frame.with_row_index(ROW_ID)
-
-
-def _mask(df: pl.DataFrame, stat: Statistic) -> NDArray[np.bool_]:
-    head = f"statistic {stat.name!r}: WHERE {stat.where!r}"
-    try:
-        col = df.select(pl.sql_expr(stat.where).alias("__where")).get_column("__where")
-    except pl.exceptions.ColumnNotFoundError:
-        raise ValidationError(
-            f"{head} names a column that does not exist; the columns are {df.columns}"
-        ) from None
-    except (pl.exceptions.PolarsError, ValueError) as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise ValidationError(
-            f"{head} is not a valid SQL condition ({first}); write e.g. 'religious = 4'"
-        ) from None
-    if col.dtype != pl.Boolean:
-        raise ValidationError(
-            f"{head} is {col.dtype}, not a true/false condition; write e.g. 'religious = 4'"
-        )
-    mask = col.fill_null(False).to_numpy().astype(bool)
-    return np.broadcast_to(mask, (df.height,)) if mask.size == 1 else mask
-
-
-def _column(df: pl.DataFrame, value: str) -> NDArray[np.float64]:
-    if value not in df.columns or value == ROW_ID:
-        raise ValidationError(
-            f"value column {value!r} does not exist; the columns are {df.columns}"
-        )
-    col = df.get_column(value)
-    if not col.dtype.is_numeric():
-        raise ValidationError(f"value column {value!r} is {col.dtype}, not numbers")
-    return col.cast(pl.Float64).fill_null(math.nan).to_numpy()
-
-
-def _build(
-    frame: pl.DataFrame | pl.LazyFrame, statistics: Iterable[Any], value: str
-) -> tuple[tuple[Statistic, ...], NDArray[np.float64], NDArray[np.float64]]:
-    """Validated statistics, A (k, n) and the value column x (NaN only outside every selection)."""
-    stats = as_statistics(statistics)
-    df = _indexed(frame)
-    x = _column(df, value)
-    a = np.zeros((len(stats), df.height))
-    for j, stat in enumerate(stats):
-        mask = _mask(df, stat)
-        count = int(mask.sum())
-        if count == 0:
-            raise ValidationError(
-                f"statistic {stat.name!r}: WHERE {stat.where!r} selects no rows; a {stat.kind} "
-                "over nobody is undefined: fix the condition or drop the statistic"
-            )
-        bad = np.flatnonzero(mask & ~np.isfinite(x))
-        if bad.size:
-            raise ValidationError(
-                f"statistic {stat.name!r}: value column {value!r} is missing, NaN or infinite "
-                f"at row_id {int(bad[0])} ({bad.size} such row(s) selected); drop or impute "
-                "them, or exclude them in WHERE"
-            )
-        a[j, mask] = 1.0 / count if stat.kind == "mean" else 1.0
-    return stats, a, x
-
-
-def statistics_matrix(
-    frame: pl.DataFrame | pl.LazyFrame, statistics: Iterable[Any], *, value: str
-) -> tuple[list[str], NDArray[np.float64]]:
-    r"""The names and the matrix A (k × n) of a list of linear statistics of ``value``.
-
-    Parameters
-    ----------
-    frame : polars.DataFrame or LazyFrame
-        One row per individual (n rows); a column ``row_id`` (0-based) is added for ``where``.
-    statistics : iterable of (name, kind, where) or Statistic
-        ``kind`` is "mean" (row of :math:`1/n_s` on the :math:`n_s` selected rows) or "sum"
-        (row of ones); ``where`` is a polars SQL boolean expression.
-    value : str
-        The numeric column; it must be finite on every selected row.
-
-    Returns
-    -------
-    names : list of str
-    A : numpy.ndarray, shape (k, n)
-
-    Raises
-    ------
-    ValidationError
-        Naming the statistic: an unknown column in ``where``, a condition that is not boolean,
-        an empty selection, a bad kind, a missing or NaN value in a selected row.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> df = pl.DataFrame({"y": [1.0, 2.0, 6.0], "g": [1, 1, 2]})
-    >>> names, A = statistics_matrix(df, [("all", "mean", "true"), ("g1", "sum", "g = 1"),
-    ...                                   ("no0", "mean", "row_id != 0")], value="y")
-    >>> names, A.tolist()
-    (['all', 'g1', 'no0'], [[0.333333, 0.333333, 0.333333], [1.0, 1.0, 0.0], [0.0, 0.5, 0.5]])
-    """
-    stats, a, _ = _build(frame, statistics, value)
-    return [s.name for s in stats], a
 
 
 class LinearExposure(NamedTuple):
@@ -298,7 +130,7 @@ class LinearRelease:
 
     def statement(self) -> str:
         """The guarantee, or the refusal, in one plain sentence."""
-        return _statement(self)
+        return statement_of(self)
 
     def calibration_curve(self, xs: Any = None) -> tuple[Any, Any, str]:
         """κ under the class against the noise sd on every statistic: ``(sds, kappas, label)``."""
@@ -455,7 +287,7 @@ def release_linear(
     """
     from persuasive.linear import LinearGaussianClass
 
-    stats, a, x = _build(frame, statistics, value)
+    stats, a, x = build_rows(frame, statistics, value)
     r1 = v.real("r1", r1, low=0.0, low_open=True)
     r2 = v.real("r2", r2, low=1.0, low_open=True)
     if noise_sd is not None:
@@ -547,7 +379,7 @@ def release_linear(
     )
 
 
-def _statement(rel: LinearRelease) -> str:
+def statement_of(rel: LinearRelease) -> str:
     if rel.certificate is None:
         who = "; ".join(e.describe() for e in rel.exposed[:3])
         more = f" (and {len(rel.exposed) - 3} more)" if len(rel.exposed) > 3 else ""
@@ -583,78 +415,3 @@ def _curve(rel: LinearRelease, xs: Any) -> tuple[Any, Any, str]:
         np.asarray(kap, dtype=float),
         f"Gaussian noise sd on every statistic (δ = {delta:g})",
     )
-
-
-def write_linear_release(
-    directory: str | Path,
-    release: LinearRelease,
-    *,
-    table_format: str = "csv",
-    report: bool = False,
-) -> dict[str, Path]:
-    """Write ``released.csv`` (or ``.parquet``; name, kind, where, value), ``certificate.json``
-    and, with ``report``, ``report/report.html`` and ``report/report.md`` into ``directory``.
-
-    A refused release (someone exposed) raises ValidationError: nothing of it may be published.
-    """
-    from persuasive._io import atomic_write
-    from persuasive.report.certificate import write_certificate
-
-    if release.certificate is None:
-        raise ValidationError(f"nothing to write: {_statement(release)}")
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {"released": out / f"released.{table_format}"}
-    frame = release.values
-    atomic_write(
-        files["released"], frame.write_parquet if table_format == "parquet" else frame.write_csv
-    )
-    files["certificate"] = write_certificate(out / "certificate.json", release)
-    if report:
-        files["report"] = _write_report(out / "report", release)
-    return files
-
-
-def _write_report(directory: Path, release: LinearRelease) -> Path:
-    from persuasive._io import atomic_write_text
-    from persuasive.report import content as rc
-    from persuasive.report import plots
-    from persuasive.report.html import render_html
-    from persuasive.report.markdown import render_markdown
-
-    assert release.certificate is not None
-    xs, kappas, label = release.calibration_curve()
-    current = release.noise_sd
-    png = plots.calibration_plot(
-        xs, kappas, xlabel=label, current=current, target_kappa=release.target_kappa
-    )
-    figures = [rc.Figure("calibration.png", f"The proven κ against the {label}.", png)]
-    cert_rows, notes = rc._certificate_rows(release)
-    summary = release.summary()
-    released = [
-        ("what", f"{release.values.height} linear statistics of {release.value!r}"),
-        ("prior class", f"linear_gaussian(r1={release.r1:g}, r2={release.r2:g})"),
-        ("noise sd", "none (exact)" if release.noise_sd is None else f"{release.noise_sd:.6g}"),
-        ("withheld", ", ".join(summary["withheld"]) or "none"),
-        ("individuals n", str(release.n)),
-    ]
-    content = rc.ReportContent(
-        title="Persuasive Privacy report: linear statistics",
-        kind="linear",
-        sentence=_statement(release),
-        released=released,
-        certificate=cert_rows,
-        notes=[
-            *notes,
-            "The certificate states the statistics by their WHERE clauses; "
-            "`persuasive verify` does not re-check linear releases yet.",
-        ],
-        figures=figures,
-        preview_columns=list(release.values.columns),
-        preview_rows=[[rc.fmt(c) for c in row] for row in release.values.iter_rows()],
-        preview_total=release.values.height,
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "calibration.png").write_bytes(png)
-    atomic_write_text(directory / "report.md", render_markdown(content))
-    return atomic_write_text(directory / "report.html", render_html(content))
