@@ -130,7 +130,14 @@ def gaussian_condition(
     m = mean + sa @ coef
     proj = sa @ u[:, keep]
     v = cov - (proj / w[keep]) @ proj.T
-    return m, 0.5 * (v + v.T)
+    v = 0.5 * (v + v.T)
+    # Coordinates the release determines (posterior variance at rounding level, e.g. a
+    # differencing attack) are set exactly known, so scores see a point mass, not 1e-16.
+    known = np.diag(v) <= tol.VAR_RTOL * np.diag(cov)
+    if known.any():
+        v[known, :] = 0.0
+        v[:, known] = 0.0
+    return m, v
 
 
 def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:

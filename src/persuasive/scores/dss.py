@@ -8,10 +8,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.priors.base import Prior, as_dataset
 from persuasive.scores.base import Score
+
+
+def _point_tol(x: ArrayLike) -> NDArray[np.float64]:
+    """How far a point-mass belief may sit from x and still count as right (rounding)."""
+    return np.asarray(tol.OUTPUT_ATOL * (1.0 + np.abs(np.asarray(x, dtype=np.float64))))
 
 
 @dataclass(frozen=True)
@@ -52,7 +58,8 @@ class MarginalDSS(Score):
 
     where :math:`\mu_i, \sigma_i^2` are the marginal mean and variance of coordinate i under Q.
     A zero marginal variance gives :math:`D_i = -\infty` when :math:`x_i = \mu_i` (the Receiver
-    knows :math:`x_i`) and :math:`+\infty` otherwise.
+    knows :math:`x_i`; equality up to ``OUTPUT_ATOL`` relative rounding) and :math:`+\infty`
+    otherwise.
 
     Parameters
     ----------
@@ -94,7 +101,7 @@ class MarginalDSS(Score):
         var = P.marginal_var()
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.log(var) + d2 / var
-        degenerate = np.where(d2 == 0.0, -np.inf, np.inf)
+        degenerate = np.where(d2 <= _point_tol(xs) ** 2, -np.inf, np.inf)
         return np.where(var > 0.0, out, degenerate)
 
     def __call__(self, P: Prior, x: ArrayLike) -> float:
@@ -109,8 +116,8 @@ class MarginalDSS(Score):
         mu = float(P.mean()[self.i])
         var = float(P.marginal_var()[self.i])
         d2 = (float(xs[self.i]) - mu) ** 2
-        if var <= 0.0:
-            return -np.inf if d2 == 0.0 else np.inf
+        if var <= 0.0:  # the belief knows x_i: right (within rounding) or wrong
+            return -np.inf if d2 <= float(_point_tol(xs[self.i])) ** 2 else np.inf
         return float(np.log(var) + d2 / var)
 
     def describe(self) -> dict[str, Any]:
