@@ -48,6 +48,7 @@ from persuasive.mechanisms import (
     Mechanism,
     RandomizedResponse,
 )
+from persuasive.mechanisms.composed import ComposedRelease as ComposedRelease
 from persuasive.mechanisms.linear import LinearGaussian
 from persuasive.priors import (
     DiscretePrior,

@@ -37,6 +37,7 @@ for _th in (
 ):
     register(_th)
 import persuasive.certify.noisy_mean_laplace  # noqa: E402, F401  (registers itself before Prop 5)
+from persuasive.certify import tight as _tight  # noqa: E402, F401  (registers before Prop 3)
 
 __all__ = [
     "THEOREMS",

@@ -2,6 +2,7 @@
 
 from persuasive.mechanisms.base import Mechanism
 from persuasive.mechanisms.combinators import Chain, Composition, Joint
+from persuasive.mechanisms.composed import ComposedRelease as ComposedRelease
 from persuasive.mechanisms.deterministic import CellSuppression, ExactMean, LinearStatistic
 from persuasive.mechanisms.finite import FiniteKernel, RandomizedResponse
 from persuasive.mechanisms.linear import LinearGaussian
