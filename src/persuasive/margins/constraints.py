@@ -1,0 +1,134 @@
+r"""The linear constraints a published table puts on its suppressed cells.
+
+Write :math:`U` for the suppressed cells and :math:`y = x_U`. Every published margin entry
+:math:`k` (a set :math:`C_k` of cells with total :math:`t_k`) gives
+
+.. math:: \sum_{i \in C_k \cap U} y_i = b_k := t_k - \sum_{i \in C_k \setminus U} x_i ,
+
+so :math:`A y = b` with :math:`A` the 0/1 incidence matrix of margin entries and suppressed
+cells. Each :math:`y_i` also has a known support :math:`[\ell_i, u_i]`: :math:`[0, h-1]` for a
+primary suppressed cell, :math:`[h, \min_{k \ni i} b_k]` for a secondary one. Cells linked by a
+shared constraint form the connected components of the bipartite graph (cells, constraints).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import sparse
+from scipy.sparse import csgraph
+
+from persuasive.errors import ValidationError
+from persuasive.margins.table import MarginTable
+
+#: Upper support bound used for a secondary cell that is in no published margin (unbounded).
+UNBOUNDED: int = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, eq=False)
+class ConstraintSystem:
+    """``A y = b``, ``lo <= y <= hi`` on the suppressed cells, and its components."""
+
+    A: sparse.csr_array
+    b: NDArray[np.int64]
+    lo: NDArray[np.int64]
+    hi: NDArray[np.int64]
+    cells: NDArray[np.intp]
+    labels: NDArray[np.intp]
+    n_components: int
+
+    def components(self) -> list[NDArray[np.intp]]:
+        """Column indices (into ``cells``) of each component, in label order."""
+        order = np.argsort(self.labels, kind="stable")
+        splits = np.flatnonzero(np.diff(self.labels[order])) + 1
+        return list(np.split(order, splits))
+
+    def rows_of(self, cols: NDArray[np.intp]) -> NDArray[np.intp]:
+        """The constraint rows touching any of the given columns."""
+        sub = self.A[:, cols]
+        return np.flatnonzero(np.asarray(sub.sum(axis=1)).ravel() > 0)
+
+
+def full_incidence(table: MarginTable) -> tuple[sparse.csr_array, NDArray[np.int64]]:
+    """The incidence matrix (margin entries × all cells, C order) and the published totals."""
+    coords = np.indices(table.shape).reshape(table.counts.ndim, -1)
+    rows, tot, offset = [], [], 0
+    for m in table.margins:
+        sub_shape = tuple(table.shape[a] for a in m)
+        entry = (
+            np.ravel_multi_index(coords[list(m)], sub_shape)
+            if m
+            else np.zeros(table.n_cells, dtype=np.intp)
+        )
+        rows.append(entry + offset)
+        tot.append(table.totals[m].ravel())
+        offset += int(np.prod(sub_shape, dtype=np.int64))
+    if not rows:
+        return sparse.csr_array((0, table.n_cells), dtype=np.int64), np.zeros(0, np.int64)
+    r = np.concatenate(rows)
+    c = np.tile(np.arange(table.n_cells), len(rows))
+    A = sparse.csr_array((np.ones(r.size, dtype=np.int64), (r, c)), shape=(offset, table.n_cells))
+    return A, np.concatenate(tot).astype(np.int64)
+
+
+def constraint_system(table: MarginTable) -> ConstraintSystem:
+    """Build the constraints on the suppressed cells (residuals, supports, components).
+
+    Raises
+    ------
+    ValidationError
+        If no completion of the suppressed cells within their supports can meet a margin
+        (e.g. a residual below the sum of the lower bounds): the published table is
+        inconsistent.
+
+    Examples
+    --------
+    >>> from persuasive.margins import MarginTable
+    >>> t = MarginTable([[1, 2, 7], [6, 8, 9]], h=3, margins="rows,cols")
+    >>> cs = constraint_system(t)
+    >>> cs.A.toarray().tolist(), cs.b.tolist(), cs.n_components
+    ([[1, 1], [1, 0], [0, 1]], [3, 1, 2], 1)
+    """
+    full, totals = full_incidence(table)
+    sup = table.suppressed.ravel()
+    cells = np.flatnonzero(sup)
+    x = table.counts.ravel()
+    released = full[:, ~sup] @ x[~sup] if full.shape[0] else np.zeros(0, np.int64)
+    A_all = full[:, cells].tocsr()
+    touched = np.asarray(A_all.sum(axis=1)).ravel() > 0
+    residual = totals - released
+    if np.any(residual[~touched] != 0) or np.any(residual < 0):
+        k = int(np.flatnonzero((residual != 0) & ~touched | (residual < 0))[0])
+        raise ValidationError(
+            f"margins do not add up: margin entry {k} is off by {int(residual[k])} after the "
+            "released cells (published totals must equal the sum of the cells)"
+        )
+    A = A_all[touched].tocsr()
+    b = residual[touched].astype(np.int64)
+    n = cells.size
+    secondary = table.secondary.ravel()[cells]
+    lo = np.where(secondary, table.h, 0).astype(np.int64)
+    cap = np.full(n, UNBOUNDED, dtype=np.int64)
+    if A.shape[0]:
+        # smallest residual among the constraints of each cell (vectorised over nonzeros)
+        coo = A.tocoo()
+        np.minimum.at(cap, coo.col, b[coo.row])
+    hi = np.where(secondary, cap, np.minimum(cap, table.h - 1)).astype(np.int64)
+    lo_sum = A @ lo
+    hi_sum = A @ np.minimum(hi, b.max(initial=0) + 1)
+    bad = (lo_sum > b) | (hi_sum < b) | np.zeros(b.size, bool)
+    if np.any(bad) or np.any(lo > hi):
+        raise ValidationError(
+            "suppressed: the published margins cannot be met by suppressed cells within their "
+            f"supports ([0, h-1] primary, >= h secondary; h = {table.h}): the table is "
+            "inconsistent"
+        )
+    graph = sparse.bmat([[None, A], [A.T, None]]) if A.shape[0] else sparse.csr_array((n, n))
+    _, lab = csgraph.connected_components(graph, directed=False)
+    lab = lab[A.shape[0] :] if A.shape[0] else lab
+    _, labels = np.unique(lab, return_inverse=True)
+    return ConstraintSystem(
+        A, b, lo, hi, cells, labels.astype(np.intp), int(labels.max(initial=-1) + 1)
+    )

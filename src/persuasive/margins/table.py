@@ -1,0 +1,305 @@
+r"""A k-D table of counts with a suppression pattern and exactly published margins.
+
+A *margin* is named by the dimensions it keeps: in a table :math:`x \in \mathbb N^{d_1 \times
+\dots \times d_k}` the margin keeping :math:`S \subseteq \{1..k\}` is
+
+.. math:: x_{S}(j_S) = \sum_{i \,:\, i_S = j_S} x_i ,
+
+so ``(0,)`` is the row totals of a 2-D table, ``(1,)`` the column totals and ``()`` the grand
+total. Cells are flattened in C order everywhere (``np.ravel_multi_index``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from persuasive import _validation as v
+from persuasive.errors import ValidationError
+
+Margin = tuple[int, ...]
+
+#: Two-dimensional aliases accepted by :func:`parse_margins`.
+ALIASES: dict[str, Margin] = {"rows": (0,), "cols": (1,), "columns": (1,), "total": ()}
+
+
+def _dim_position(token: Any, dims: Sequence[str]) -> int:
+    if isinstance(token, (int, np.integer)) and not isinstance(token, bool):
+        pos = int(token)
+    elif isinstance(token, str) and token in dims:
+        pos = list(dims).index(token)
+    elif isinstance(token, str) and token.strip().lstrip("-").isdigit():
+        pos = int(token)
+    else:
+        raise ValidationError(
+            f"margins names a missing dimension {token!r}; the table's dimensions are "
+            f"{list(dims)} (names or positions 0..{len(dims) - 1})"
+        )
+    if not 0 <= pos < len(dims):
+        raise ValidationError(
+            f"margins names a missing dimension {pos}; positions must be in 0..{len(dims) - 1} "
+            f"(dimensions {list(dims)})"
+        )
+    return pos
+
+
+def parse_margins(spec: Any, dims: Sequence[str]) -> tuple[Margin, ...]:
+    """Parse a set of published margins into sorted tuples of kept dimension positions.
+
+    Parameters
+    ----------
+    spec : str or sequence
+        ``"rows,cols,total"`` (2-D aliases), ``"a+b,c"`` (kept dimensions joined by ``+``, by
+        name or position; ``total`` or ``""`` for the grand total), or a sequence of sequences
+        of names / positions. ``None`` means no margins.
+    dims : sequence of str
+        The dimension names of the table.
+
+    Examples
+    --------
+    >>> parse_margins("rows,cols,total", ["row", "col"])
+    ((), (0,), (1,))
+    >>> parse_margins([["a", "b"], ["c"]], ["a", "b", "c"])   # by size, then position
+    ((2,), (0, 1))
+    """
+    if spec is None:
+        return ()
+    items: list[Any]
+    if isinstance(spec, str):
+        items = [s.strip() for s in spec.split(",")] if spec.strip() else []
+    elif isinstance(spec, Sequence):
+        items = list(spec)
+    else:
+        raise ValidationError(
+            f"margins must be a string such as 'rows,cols,total' or a sequence of dimension "
+            f"groups; got {spec!r}"
+        )
+    out: set[Margin] = set()
+    for item in items:
+        if isinstance(item, str):
+            name = item.strip()
+            if name in ALIASES and name not in dims:
+                if len(dims) != 2 and name != "total":
+                    raise ValidationError(
+                        f"margins alias {name!r} is only for 2-D tables; this table has "
+                        f"dimensions {list(dims)}: name the kept dimensions, e.g. 'a+b'"
+                    )
+                out.add(ALIASES[name])
+                continue
+            tokens: list[Any] = [t for t in name.split("+") if t.strip()]
+        elif isinstance(item, (int, np.integer)):
+            tokens = [item]
+        else:
+            tokens = list(item)
+        pos = tuple(sorted({_dim_position(t, dims) for t in tokens}))
+        if len(pos) == len(dims):
+            raise ValidationError(
+                f"margins entry {item!r} keeps every dimension: that is the table itself, "
+                "not a margin; keep fewer dimensions"
+            )
+        out.add(pos)
+    return tuple(sorted(out, key=lambda m: (len(m), m)))
+
+
+def margin_sums(counts: NDArray[Any], margin: Margin) -> NDArray[np.int64]:
+    """The margin of ``counts`` keeping the dimensions in ``margin`` (an int64 array)."""
+    drop = tuple(a for a in range(counts.ndim) if a not in margin)
+    return np.asarray(counts.sum(axis=drop), dtype=np.int64).reshape(
+        [counts.shape[a] for a in margin]
+    )
+
+
+def _int_counts(counts: ArrayLike) -> NDArray[np.int64]:
+    a = v.array("counts", counts, nonneg=True)
+    if a.ndim == 0:
+        raise ValidationError(f"counts must be an array with at least one dimension; got {a}")
+    if not np.all(a == np.round(a)):
+        bad = np.argwhere(a != np.round(a))[0]
+        raise ValidationError(
+            f"counts must be non-negative integers; entry {tuple(int(b) for b in bad)} is "
+            f"{a[tuple(bad)]}"
+        )
+    return a.astype(np.int64)
+
+
+def _mask(name: str, value: Any, shape: tuple[int, ...]) -> NDArray[np.bool_]:
+    m = np.asarray(value)
+    if m.shape != shape or m.dtype != np.bool_:
+        raise ValidationError(
+            f"{name} must be a boolean array of the table's shape {shape}; got dtype "
+            f"{m.dtype} and shape {m.shape}"
+        )
+    return m.copy()
+
+
+@dataclass(frozen=True, eq=False)
+class MarginTable:
+    """A count table, its suppression pattern and its exactly published margins.
+
+    Parameters
+    ----------
+    counts : array_like
+        Non-negative integer counts, shape ``(d1, ..., dk)``.
+    h : int
+        Primary suppression threshold: a *primary* suppressed cell has count < h.
+    margins : str or sequence
+        The published margins (see :func:`parse_margins`).
+    dims : sequence of str, optional
+        Dimension names (default ``dim0, dim1, ...``; ``row, col`` in 2-D).
+    suppressed : bool array, optional
+        Suppressed cells (default ``counts < h``).
+    secondary : bool array, optional
+        Suppressed cells with count >= h hidden to protect others (the Receiver knows x >= h).
+    totals : mapping, optional
+        Published totals to check: ``margin -> array``; they must equal the table's sums.
+
+    Examples
+    --------
+    >>> t = MarginTable([[1, 5, 7], [6, 8, 9]], h=3, margins="rows,cols")
+    >>> t.dims, t.margins, t.suppressed_index.tolist(), t.margin_names()
+    (('row', 'col'), ((0,), (1,)), [0], ['row', 'col'])
+    """
+
+    counts: Any
+    h: int
+    margins: tuple[Margin, ...] = ()
+    dims: tuple[str, ...] = ()
+    suppressed: Any = field(default=None, repr=False)
+    secondary: Any = field(default=None, repr=False)
+    totals: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        counts = _int_counts(self.counts)
+        h = v.integer("h", self.h, low=1)
+        k = counts.ndim
+        if self.dims:
+            dims = tuple(str(d) for d in self.dims)
+            if len(dims) != k or len(set(dims)) != k:
+                raise ValidationError(
+                    f"dims must be {k} distinct names (one per dimension of counts); got "
+                    f"{list(self.dims)}"
+                )
+        else:
+            dims = ("row", "col") if k == 2 else tuple(f"dim{a}" for a in range(k))
+        margins = parse_margins(self.margins, dims)
+        sup = (
+            counts < h
+            if self.suppressed is None
+            else _mask("suppressed", self.suppressed, counts.shape)
+        )
+        sec = (
+            np.zeros(counts.shape, dtype=bool)
+            if self.secondary is None
+            else _mask("secondary", self.secondary, counts.shape)
+        )
+        if np.any(sec & ~sup):
+            raise ValidationError("secondary must be a subset of suppressed (a hidden cell)")
+        for name, bad in (
+            ("a primary suppressed cell must have count < h", sup & ~sec & (counts >= h)),
+            ("a secondary suppressed cell must have count >= h", sec & (counts < h)),
+            ("every cell with count < h must be suppressed", ~sup & (counts < h)),
+        ):
+            if np.any(bad):
+                idx = tuple(int(b) for b in np.argwhere(bad)[0])
+                raise ValidationError(
+                    f"suppressed: {name} (h = {h}); cell {idx} has count {counts[idx]}"
+                )
+        totals = {m: margin_sums(counts, m) for m in margins}
+        if self.totals is not None:
+            self._check_totals(totals, dims)
+        object.__setattr__(self, "counts", counts)
+        object.__setattr__(self, "h", h)
+        object.__setattr__(self, "dims", dims)
+        object.__setattr__(self, "margins", margins)
+        object.__setattr__(self, "suppressed", sup)
+        object.__setattr__(self, "secondary", sec)
+        object.__setattr__(self, "totals", totals)
+
+    def _check_totals(self, own: dict[Margin, NDArray[np.int64]], dims: tuple[str, ...]) -> None:
+        assert self.totals is not None
+        if not isinstance(self.totals, Mapping):
+            raise ValidationError(f"totals must be a mapping margin -> array; got {self.totals!r}")
+        for key, given in self.totals.items():
+            (m,) = parse_margins([key] if not isinstance(key, str) else key, dims) or ((),)
+            if m not in own:
+                raise ValidationError(
+                    f"totals gives margin {key!r}, which is not among the published margins "
+                    f"{[list(x) for x in own]}"
+                )
+            arr = v.array(f"totals[{key!r}]", given)
+            if np.any(arr < 0):
+                raise ValidationError(
+                    f"totals[{key!r}] has negative totals (min {arr.min():g}); totals are counts"
+                )
+            if arr.shape != own[m].shape or np.any(arr != own[m]):
+                diff = (
+                    np.argwhere(arr.reshape(own[m].shape) != own[m])
+                    if arr.size == own[m].size
+                    else None
+                )
+                where = "" if diff is None or diff.size == 0 else f" at index {tuple(diff[0])}"
+                raise ValidationError(
+                    f"totals[{key!r}]: margins do not add up to the table{where}: published "
+                    f"{arr.tolist()}, sums of counts {own[m].tolist()}"
+                )
+
+    # ------------------------------------------------------------------ views
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.counts.shape)
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.counts.size)
+
+    @property
+    def suppressed_index(self) -> NDArray[np.intp]:
+        """Flat C-order indices of the suppressed cells, sorted."""
+        return np.flatnonzero(self.suppressed.ravel())
+
+    def margin_names(self) -> list[str]:
+        """Human names of the margins: ``"total"`` or the kept dimensions joined by ``+``."""
+        return ["+".join(self.dims[a] for a in m) if m else "total" for m in self.margins]
+
+    def with_suppressed(self, mask: ArrayLike, secondary: ArrayLike | None = None) -> MarginTable:
+        """The same table and margins with another suppression pattern (validated)."""
+        return MarginTable(
+            self.counts,
+            h=self.h,
+            margins=self.margins,
+            dims=self.dims,
+            suppressed=np.asarray(mask, dtype=bool),
+            secondary=None if secondary is None else np.asarray(secondary, dtype=bool),
+        )
+
+    @classmethod
+    def from_frame(
+        cls, frame: Any, *, keys: Sequence[str], count: str, h: int, margins: Any = None
+    ) -> MarginTable:
+        """Build from a long polars DataFrame (one row per cell of a complete grid).
+
+        The levels of each key are sorted; ``levels`` (name -> labels) is attached.
+        """
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        missing = [c for c in [*keys, count] if c not in frame.columns]
+        if missing:
+            raise ValidationError(f"frame has no column {missing[0]!r}; columns {frame.columns}")
+        levels = {k: sorted(frame[k].unique().to_list()) for k in keys}
+        shape = tuple(len(levels[k]) for k in keys)
+        if frame.height != int(np.prod(shape)) or frame.select(keys).is_duplicated().any():
+            raise ValidationError(
+                f"frame must hold each of the {int(np.prod(shape))} key combinations exactly "
+                f"once (a complete grid over {keys}); got {frame.height} rows"
+            )
+        idx = tuple(
+            np.searchsorted(np.array(levels[k], dtype=object), frame[k].to_numpy()) for k in keys
+        )
+        arr = np.zeros(shape, dtype=np.float64)
+        arr[idx] = frame[count].to_numpy()
+        table = cls(arr, h=h, margins=margins, dims=tuple(keys))
+        object.__setattr__(table, "levels", levels)
+        return table
