@@ -151,9 +151,11 @@ class TightComposition(Theorem):
             return (
                 additive,
                 False,
-                ("delta = 0: the sum of the parts' essential suprema of the privacy loss "
-                 "(Prop 3's additive bound; attained when one neighbour pair is worst for "
-                 "every part)",),
+                (
+                    "delta = 0: the sum of the parts' essential suprema of the privacy loss "
+                    "(Prop 3's additive bound; attained when one neighbour pair is worst for "
+                    "every part)",
+                ),
             )
         sigma = gaussian_sigma(parts)
         if sigma is not None:
