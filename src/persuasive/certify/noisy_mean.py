@@ -35,9 +35,13 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from persuasive.certify.prop7 import _n_of
-from persuasive.certify.registry import THEOREMS, Bound, Theorem, all_of, score_names
+from persuasive.certify.registry import (
+    THEOREMS,
+    Bound,
+    Theorem,
+    tail_definition_reason,
+)
 from persuasive.classes import GaussianMeanClass
-from persuasive.definitions import PersuasivePrivacy
 from persuasive.mechanisms import Chain, GaussianMechanism, LaplaceMechanism, Mechanism
 from persuasive.scores import MarginalDSS
 
@@ -184,12 +188,9 @@ class NoisyMean(Theorem):
         post = noise_of(mechanism)
         if post is None:
             return "applies to Chain(ExactMean or LinearStatistic 1ᵀ/n, noise) only"
-        if not isinstance(definition, PersuasivePrivacy):
-            return "needs a PersuasivePrivacy (tail) definition"
-        if not all_of(definition.scores, MarginalDSS):
-            return f"needs scores = MarginalDSS only; got {score_names(definition.scores)}"
-        if not isinstance(definition.priors, GaussianMeanClass):
-            return f"needs priors = GaussianMeanClass; got {type(definition.priors).__name__}"
+        why = tail_definition_reason(definition, MarginalDSS, GaussianMeanClass)
+        if why is not None:
+            return why
         if isinstance(post, LaplaceMechanism):  # NoisyMeanLaplace's, when it is registered
             laplace = any(t.name == "noisy_mean_laplace" for t in THEOREMS)
             return "Laplace noise: see NoisyMeanLaplace" if laplace else LAPLACE_MISSING

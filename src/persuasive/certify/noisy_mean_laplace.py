@@ -52,9 +52,13 @@ from scipy.special import log_ndtr
 
 from persuasive.certify.noisy_mean import noise_of
 from persuasive.certify.prop7 import _n_of
-from persuasive.certify.registry import THEOREMS, Bound, Theorem, all_of, score_names
+from persuasive.certify.registry import (
+    THEOREMS,
+    Bound,
+    Theorem,
+    tail_definition_reason,
+)
 from persuasive.classes import GaussianMeanClass
-from persuasive.definitions import PersuasivePrivacy
 from persuasive.mechanisms import LaplaceMechanism, Mechanism
 from persuasive.scores import MarginalDSS
 
@@ -132,12 +136,9 @@ class NoisyMeanLaplace(Theorem):
     def supports(self, mechanism: Mechanism, definition: Any) -> str | None:
         if not is_laplace_mean(mechanism):
             return "applies to Chain(ExactMean or LinearStatistic 1ᵀ/n, LaplaceMechanism) only"
-        if not isinstance(definition, PersuasivePrivacy):
-            return "needs a PersuasivePrivacy (tail) definition"
-        if not all_of(definition.scores, MarginalDSS):
-            return f"needs scores = MarginalDSS only; got {score_names(definition.scores)}"
-        if not isinstance(definition.priors, GaussianMeanClass):
-            return f"needs priors = GaussianMeanClass; got {type(definition.priors).__name__}"
+        why = tail_definition_reason(definition, MarginalDSS, GaussianMeanClass)
+        if why is not None:
+            return why
         return None
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:

@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from persuasive.certify.registry import Bound, Theorem, all_of, score_names
+from persuasive.certify.registry import Bound, Theorem, tail_definition_reason
 from persuasive.classes import GaussianMeanClass
-from persuasive.definitions import PersuasivePrivacy
 from persuasive.mechanisms import ExactMean, LinearStatistic, Mechanism
 from persuasive.scores import MarginalDSS
 
@@ -57,12 +56,9 @@ class Prop7(Theorem):
     basis = "Prop 7 (Bon et al. 2026)"
 
     def supports(self, mechanism: Mechanism, definition: Any) -> str | None:
-        if not isinstance(definition, PersuasivePrivacy):
-            return "needs a PersuasivePrivacy (tail) definition"
-        if not all_of(definition.scores, MarginalDSS):
-            return f"needs scores = MarginalDSS only; got {score_names(definition.scores)}"
-        if not isinstance(definition.priors, GaussianMeanClass):
-            return f"needs priors = GaussianMeanClass; got {type(definition.priors).__name__}"
+        why = tail_definition_reason(definition, MarginalDSS, GaussianMeanClass)
+        if why is not None:
+            return why
         n = _n_of(mechanism)
         if n == -1:
             return (

@@ -167,3 +167,15 @@ def all_of(scores: tuple[Any, ...], cls: type) -> bool:
 
 def score_names(scores: tuple[Any, ...]) -> str:
     return ", ".join(type(s).__name__ for s in scores)
+
+
+def tail_definition_reason(definition: Any, score_cls: type, class_cls: type) -> str | None:
+    """Why a PP (tail) definition with scores of ``score_cls`` only and priors of ``class_cls``
+    is not given, or ``None`` when it is: the shared first checks of a theorem's ``supports``."""
+    if not isinstance(definition, PersuasivePrivacy):
+        return "needs a PersuasivePrivacy (tail) definition"
+    if not all_of(definition.scores, score_cls):
+        return f"needs scores = {score_cls.__name__} only; got {score_names(definition.scores)}"
+    if not isinstance(definition.priors, class_cls):
+        return f"needs priors = {class_cls.__name__}; got {type(definition.priors).__name__}"
+    return None
