@@ -9,6 +9,7 @@ discretised pmfs (Koskela et al. 2020), with a reported two-sided error bracket.
 
 from persuasive.pld.calibrate import NoiseCalibration, calibrate_noise
 from persuasive.pld.compose import ComposedPLD, as_parts, compose, gaussian_sigma
+from persuasive.pld.dots import DotsPLD, dots_compose  # noqa: F401 (hockey-stick path)
 from persuasive.pld.laws import (
     atoms_pmf,
     finite_pmfs,
