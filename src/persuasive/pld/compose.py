@@ -14,7 +14,7 @@ rows, and the supremum is taken over those pairs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,6 +109,47 @@ class ComposedPLD:
         return np.max([g[0] for g in got], axis=0), np.max([g[1] for g in got], axis=0)
 
 
+def split_parts(
+    parts: Any,
+    step: float,
+    tail_mass: float,
+    priors: Any,
+    noise_pmf_of: Callable[[Mechanism, float], LossPMF | None],
+) -> tuple[float, float, list[Any], list[tuple[LossPMF, int]], list[tuple[Any, int]]]:
+    """Validate a composition's arguments and split its parts into noise pmfs (built with
+    ``noise_pmf_of``) and finite-kernel matrices; shared by :func:`compose` and the
+    connect-the-dots composition. Returns ``(step, tail_mass, items, noise, finite)``."""
+    step = v.real("step", step, low=0.0, low_open=True)
+    tail_mass = v.real("tail_mass", tail_mass, low=0.0, high=1.0, low_open=True)
+    items = as_parts(parts)
+    if priors is not None and not isinstance(priors, NeighbourPriors):
+        raise ValidationError(f"priors must be NeighbourPriors; got {priors!r}")
+    noise: list[tuple[LossPMF, int]] = []
+    finite: list[tuple[Any, int]] = []
+    for m, k in items:
+        pmf = noise_pmf_of(m, step)
+        if pmf is not None:
+            noise.append((pmf, k))
+            continue
+        matrix = finite_matrix(m)
+        if matrix is None:
+            raise UnsupportedCombinationError(
+                f"no privacy-loss distribution for {type(m).__name__}: supported are Laplace, "
+                "Gaussian, geometric, randomized response and finite kernels"
+            )
+        finite.append((np.asarray(matrix, dtype=np.float64), k))
+    if noise and priors is not None and priors.pairs is not None:
+        raise UnsupportedCombinationError(
+            "noise mechanisms use the default integer relation |x - x'| <= 1; explicit "
+            "pairs are for finite kernels"
+        )
+    if len({mat.shape[0] for mat, _ in finite}) > 1:
+        raise UnsupportedCombinationError(
+            "finite kernels in one composition must act on the same datasets (same rows)"
+        )
+    return step, tail_mass, items, noise, finite
+
+
 def compose(
     parts: Mechanism | Parts,
     step: float = STEP,
@@ -141,34 +182,7 @@ def compose(
     >>> bool(lo[0] <= hi[0] < lo[0] + 0.05)
     True
     """
-    step = v.real("step", step, low=0.0, low_open=True)
-    tail_mass = v.real("tail_mass", tail_mass, low=0.0, high=1.0, low_open=True)
-    items = as_parts(parts)
-    if priors is not None and not isinstance(priors, NeighbourPriors):
-        raise ValidationError(f"priors must be NeighbourPriors; got {priors!r}")
-    noise: list[tuple[LossPMF, int]] = []
-    finite: list[tuple[Any, int]] = []
-    for m, k in items:
-        pmf = noise_pmf(m, step)
-        if pmf is not None:
-            noise.append((pmf, k))
-            continue
-        matrix = finite_matrix(m)
-        if matrix is None:
-            raise UnsupportedCombinationError(
-                f"no privacy-loss distribution for {type(m).__name__}: supported are Laplace, "
-                "Gaussian, geometric, randomized response and finite kernels"
-            )
-        finite.append((matrix, k))
-    if noise and priors is not None and priors.pairs is not None:
-        raise UnsupportedCombinationError(
-            "noise mechanisms use the default integer relation |x - x'| <= 1; explicit "
-            "pairs are for finite kernels"
-        )
-    if len({mat.shape[0] for mat, _ in finite}) > 1:
-        raise UnsupportedCombinationError(
-            "finite kernels in one composition must act on the same datasets (same rows)"
-        )
+    step, tail_mass, items, noise, finite = split_parts(parts, step, tail_mass, priors, noise_pmf)
     per_pair: dict[Pair, list[tuple[LossPMF, int]]] = {}
     if not finite:
         per_pair[(0, 1)] = []

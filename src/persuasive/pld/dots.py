@@ -35,16 +35,16 @@ from scipy import stats
 from scipy.special import ndtr
 
 from persuasive import _validation as v
-from persuasive.certify.prop6 import finite_matrix, finite_pairs, loss_table
+from persuasive.certify.prop6 import finite_pairs, loss_table
 from persuasive.classes import NeighbourPriors
-from persuasive.errors import UnsupportedCombinationError, ValidationError
+from persuasive.errors import ValidationError
 from persuasive.mechanisms import (
     GaussianMechanism,
     GeometricMechanism,
     LaplaceMechanism,
     Mechanism,
 )
-from persuasive.pld.compose import Parts, as_parts
+from persuasive.pld.compose import Parts, split_parts
 from persuasive.pld.laws import Pair
 from persuasive.pld.pmf import STEP, TAIL_MASS, LossPMF, convolve, eps_array
 
@@ -232,34 +232,7 @@ def dots_compose(
     >>> round(float(d.hockey_stick(1.0)[0]), 5)  # exact (one Gaussian, sigma 1): 0.12694
     0.12694
     """
-    step = v.real("step", step, low=0.0, low_open=True)
-    tail_mass = v.real("tail_mass", tail_mass, low=0.0, high=1.0, low_open=True)
-    items = as_parts(parts)
-    if priors is not None and not isinstance(priors, NeighbourPriors):
-        raise ValidationError(f"priors must be NeighbourPriors; got {priors!r}")
-    noise: list[tuple[LossPMF, int]] = []
-    finite: list[tuple[Any, int]] = []
-    for m, k in items:
-        pmf = noise_dots(m, step)
-        if pmf is not None:
-            noise.append((pmf, k))
-            continue
-        matrix = finite_matrix(m)
-        if matrix is None:
-            raise UnsupportedCombinationError(
-                f"no privacy-loss distribution for {type(m).__name__}: supported are Laplace, "
-                "Gaussian, geometric, randomized response and finite kernels"
-            )
-        finite.append((np.asarray(matrix, dtype=np.float64), k))
-    if noise and priors is not None and priors.pairs is not None:
-        raise UnsupportedCombinationError(
-            "noise mechanisms use the default integer relation |x - x'| <= 1; explicit "
-            "pairs are for finite kernels"
-        )
-    if len({mat.shape[0] for mat, _ in finite}) > 1:
-        raise UnsupportedCombinationError(
-            "finite kernels in one composition must act on the same datasets (same rows)"
-        )
+    step, tail_mass, _, noise, finite = split_parts(parts, step, tail_mass, priors, noise_dots)
     per_pair: dict[Pair, list[tuple[LossPMF, int]]] = {}
     if not finite:
         per_pair[(0, 1)] = []
