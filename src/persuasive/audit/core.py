@@ -126,6 +126,18 @@ def clopper_pearson_rank(n: int, delta: float, confidence: float) -> int:
     return lo
 
 
+def required_rank(n: int, delta: float, confidence: float) -> int:
+    """:func:`clopper_pearson_rank`, or a ValidationError when ``n`` samples are too few to
+    exhibit a tail of mass above δ at that confidence."""
+    k = clopper_pearson_rank(n, delta, confidence)
+    if k == 0:
+        raise ValidationError(
+            f"n_samples = {n} is too small to exhibit a tail of mass above delta = {delta:g} "
+            f"at confidence {confidence:g}; increase n_samples"
+        )
+    return k
+
+
 def q_grid_or_default(q_grid: ArrayLike | None) -> NDArray[np.float64]:
     """Validate a grid of two-point weights q in (0, 1] (default :data:`DEFAULT_Q_GRID`)."""
     if q_grid is None:

@@ -24,11 +24,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from persuasive.audit.core import clopper_pearson_rank, finish, two_point_delta
+from persuasive.audit.core import finish, required_rank, two_point_delta
 from persuasive.audit.expectation import mc_risk_lower, normal_quantile
 from persuasive.classes import NeighbourPriors
 from persuasive.definitions import PersuasivePrivacy
-from persuasive.errors import ValidationError
 from persuasive.mechanisms import (
     GaussianMechanism,
     GeometricMechanism,
@@ -196,13 +195,7 @@ def neighbour_mc_audit(
     n_tests = max(sum(len(nb) for _, nb in pairs), 1)
     tail = isinstance(definition, PersuasivePrivacy)
     if tail:
-        k = clopper_pearson_rank(n_samples, definition.delta, 1.0 - (1.0 - confidence) / n_tests)
-        if k == 0:
-            raise ValidationError(
-                f"n_samples = {n_samples} is too small to exhibit a tail of "
-                f"mass above delta = {definition.delta:g} at confidence "
-                f"{confidence:g}; increase n_samples"
-            )
+        k = required_rank(n_samples, definition.delta, 1.0 - (1.0 - confidence) / n_tests)
     else:
         z = normal_quantile(confidence, n_tests * q_grid.size)
     best, best_w, evals = -np.inf, None, 0

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from persuasive.audit.core import clopper_pearson_rank, finish
+from persuasive.audit.core import finish, required_rank
 from persuasive.bayes import posterior
 from persuasive.certify.noisy_mean import gamma_max
 from persuasive.classes import GaussianMeanClass
@@ -139,12 +139,7 @@ def noisy_mean_audit(
     cls: GaussianMeanClass = definition.priors
     sigma = float(mech.post.sigma)  # type: ignore[attr-defined]
     delta = float(definition.delta)
-    k = clopper_pearson_rank(n_samples, delta, confidence)
-    if k == 0:
-        raise ValidationError(
-            f"n_samples = {n_samples} is too small to exhibit a tail of mass above delta = "
-            f"{delta:g} at confidence {confidence:g}; increase n_samples"
-        )
+    k = required_rank(n_samples, delta, confidence)
     gmax = gamma_max(sigma, cls.max_mean_sd) * (1.0 - CLASS_MARGIN)
     gam, w, zeta = _design(cls.r1, cls.r2, min(gmax, 1.0 - 1e-9), delta)
     i = next((s.i for s in definition.scores if s.i is not None), 0)

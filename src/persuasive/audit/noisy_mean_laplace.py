@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from persuasive.audit.core import clopper_pearson_rank, finish
+from persuasive.audit.core import finish, required_rank
 from persuasive.audit.noisy_mean import witness_prior
 from persuasive.certify.noisy_mean_laplace import is_laplace_mean, witness_bound
 from persuasive.classes import GaussianMeanClass
@@ -95,12 +95,7 @@ def laplace_mean_audit(
     cls: GaussianMeanClass = definition.priors
     b = float(mech.post.scale)  # type: ignore[attr-defined]
     delta = float(definition.delta)
-    k = clopper_pearson_rank(n_samples, delta, confidence)
-    if k == 0:
-        raise ValidationError(
-            f"n_samples = {n_samples} is too small to exhibit a tail of mass above delta = "
-            f"{delta:g} at confidence {confidence:g}; increase n_samples"
-        )
+    k = required_rank(n_samples, delta, confidence)
     lam, rho_z = design(b, cls.max_mean_sd, delta)
     gam = 1.0 / (1.0 + lam**2)  # witness_prior's Sigma_bar = b^2 gam / (1 - gam) = (b / lam)^2
     i = next((s.i for s in definition.scores if s.i is not None), 0)
