@@ -15,12 +15,6 @@ from persuasive.margins import (
     cell_losses,
     parse_margins,
     posterior_marginals,
-    worst_case_losses,
-)
-from persuasive.release.receivers import (
-    NegativeBinomialReceiver,
-    PoissonReceiver,
-    SmallCellReceiver,
 )
 
 
@@ -160,38 +154,6 @@ def test_exact_refuses_large_components():
     q = pp.IndependentCellsPrior(_laws(20, 9))
     with pytest.raises(UnsupportedCombinationError, match="max_states"):
         posterior_marginals(t, q, method="exact", max_states=10)
-
-
-@pytest.mark.parametrize(
-    "receiver", [PoissonReceiver(1.0, 4.0), NegativeBinomialReceiver(1.0, 4.0, 2.0)]
-)
-def test_worst_case_bounds_bracket_model_priors(receiver):
-    counts = np.array([[1, 2, 7], [2, 1, 9]])
-    t = MarginTable(counts, h=3, margins="rows,cols")
-    w = worst_case_losses(t, receiver, grid=3)
-    assert np.all(w.kappa_lower <= w.kappa_upper + 1e-12)
-    rng = np.random.default_rng(0)
-    for _ in range(3):  # random members of the model stay below the proven bound
-        means = rng.uniform(1.0, 4.0, 6)
-        laws = [
-            stats.poisson(m)
-            if isinstance(receiver, PoissonReceiver)
-            else stats.nbinom(2.0, 2.0 / (2.0 + m))
-            for m in means
-        ]
-        got = cell_losses(t, pp.IndependentCellsPrior(laws)).small_cell
-        assert np.all(got <= w.kappa_upper + 1e-9)
-
-
-def test_worst_case_small_cell_class():
-    t = MarginTable([[1, 5, 7], [6, 8, 9], [2, 8, 1]], h=3, margins="rows")
-    w = worst_case_losses(t, SmallCellReceiver(0.2))
-    assert w.disclosed[0, 0] and np.isinf(w.kappa_lower[0, 0])
-    assert np.isinf(w.kappa_lower[2, 0]) and w.exact[2, 0]  # partner-only-primary witness
-    t2 = MarginTable([[1, 5], [6, 8]], h=3)  # no margins: Prop 8
-    w2 = worst_case_losses(t2, SmallCellReceiver(0.2))
-    assert w2.kappa_upper[0, 0] == pytest.approx(-np.log(0.2))
-    assert w2.exact[0, 0]
 
 
 @pytest.mark.parametrize(

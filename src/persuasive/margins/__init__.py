@@ -3,15 +3,10 @@
 
 from persuasive.margins.attack import AttackIntervals, attacker_intervals
 from persuasive.margins.constraints import ConstraintSystem, constraint_system
-from persuasive.margins.losses import (
-    CellLosses,
-    WorstCaseLosses,
-    cell_losses,
-    meets,
-    worst_case_losses,
-)
+from persuasive.margins.losses import CellLosses, cell_losses
 from persuasive.margins.posterior import MarginPosterior, posterior_marginals
 from persuasive.margins.table import MarginTable, margin_sums, parse_margins
+from persuasive.margins.worst import WorstCaseLosses, meets, surprise, worst_case_losses
 
 __all__ = [
     "AttackIntervals",
@@ -27,5 +22,6 @@ __all__ = [
     "meets",
     "parse_margins",
     "posterior_marginals",
+    "surprise",
     "worst_case_losses",
 ]

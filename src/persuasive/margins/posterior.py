@@ -181,6 +181,11 @@ def posterior_marginals(
     max_states = v.integer("max_states", max_states, low=1)
     rng = np.random.default_rng(rng)
     cs = constraint_system(table)
+    if cs.cells.size == 0:
+        empty = np.zeros(0, dtype=np.intp)
+        return MarginPosterior(
+            empty, np.zeros(0, np.int64), np.zeros((0, 1)), empty, (), np.zeros(0), np.zeros(0)
+        )
     widths = _widths(cs, prior)
     width = int(widths.max(initial=1))
     logw = cell_log_grid(prior, cs.cells, cs.lo, width)
