@@ -140,14 +140,15 @@ def test_posterior_is_the_same_for_every_member():
     assert beyond[t.suppressed].max() > 0.5
 
 
-def test_publication_bound_is_the_max_over_consistent_tables():
+@pytest.mark.parametrize("r", [2, 3])
+def test_publication_bound_is_the_max_over_consistent_tables(r):
     t = MarginTable([[0, 2, 5], [1, 1, 2], [2, 6, 0]], h=3, margins="rows,cols")
-    w = worst_case_losses(t, POI)
+    w = worst_case_losses(t, POI, r=r)
     worst = np.zeros(t.shape)
     n = 0
     for x in _completions(t):
         other = MarginTable(x, h=3, margins="rows,cols", suppressed=t.suppressed)
-        worst = np.maximum(worst, worst_case_losses(other, POI).kappa_upper)
+        worst = np.maximum(worst, worst_case_losses(other, POI, r=r).kappa_upper)
         n += 1
     assert n > 1
     np.testing.assert_allclose(w.kappa_published, worst, rtol=1e-12)
