@@ -75,3 +75,27 @@ def test_exposed_cell_and_unpublished_cell():
     assert a2.lower.tolist() == [0.0, 0.0] and a2.upper.tolist() == [2.0, 2.0]
     assert np.isinf(attacker_intervals(t2, use_threshold=False).upper).all()
     assert a.to_frame().height == 2
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_witness_shortcut_matches_one_lp_per_bound(seed):
+    """Bounds settled by witnessed feasible points equal the plain per-cell LP optimum."""
+    from scipy.optimize import linprog
+
+    from persuasive.margins.constraints import UNBOUNDED, constraint_system
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(3, 20, size=(8, 9))
+    small = rng.random((8, 9)) < 0.3
+    counts[small] = rng.integers(0, 3, small.sum())
+    t = MarginTable(counts, h=3, margins="rows,cols")
+    got = attacker_intervals(t)
+    cs = constraint_system(t)
+    hi = np.where(cs.hi == UNBOUNDED, np.inf, cs.hi).astype(float)
+    bounds = np.column_stack([cs.lo.astype(float), hi])
+    for j in range(cs.cells.size):
+        for sign, out in ((1.0, got.lower), (-1.0, got.upper)):
+            c = np.zeros(cs.cells.size)
+            c[j] = sign
+            res = linprog(c, A_eq=cs.A, b_eq=cs.b, bounds=bounds, method="highs")
+            assert out[j] == pytest.approx(res.x[j], abs=1e-6)

@@ -29,6 +29,10 @@ from persuasive.margins.table import MarginTable
 #: LP bounds within this distance of an integer are rounded to it (HiGHS feasibility tolerance).
 LP_INT_ATOL: float = 1e-6
 
+#: Vertices for random objectives solved first per component: their values settle the bounds of
+#: many cells at once (a bound a feasible point attains at the box needs no LP of its own).
+N_PROBES: int = 8
+
 
 @dataclass(frozen=True, eq=False)
 class AttackIntervals:
@@ -65,6 +69,75 @@ def _round(z: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(np.abs(z - r) <= LP_INT_ATOL, r, z)
 
 
+def _solve(c: NDArray[np.float64], A: Any, b: Any, bounds: Any, cell: int) -> Any:
+    res = linprog(c, A_eq=A, b_eq=b, bounds=bounds, method="highs")
+    if res.status not in (0, 3):  # 3: unbounded
+        raise PersuasiveError(f"linprog failed on cell {cell}: {res.message}")
+    return res
+
+
+def _component_bounds(
+    A: Any,
+    b: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    start: NDArray[np.float64],
+    rng: np.random.Generator,
+    cells: list[int],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """LP min and max of every cell of one component.
+
+    Every LP solution is a feasible point, so it *witnesses* values: a cell whose smallest
+    (largest) witnessed value is already its box bound needs no LP of its own, since the LP
+    optimum cannot pass the box. The true table, ``N_PROBES`` vertices for random objectives and
+    vertices pushing every unsettled bound at once are witnessed first; then each remaining
+    bound is solved, and its solution witnesses others.
+    """
+    n = lo.size
+    bounds = np.column_stack([lo, hi])
+    seen_lo, seen_hi = start.copy(), start.copy()
+    lower, upper = np.full(n, np.nan), np.full(n, np.nan)
+
+    def witness(x: NDArray[np.float64]) -> None:
+        np.minimum(seen_lo, x, out=seen_lo)
+        np.maximum(seen_hi, x, out=seen_hi)
+
+    for _ in range(min(N_PROBES, n)):
+        res = _solve(rng.standard_normal(n), A, b, bounds, cells[0])
+        if res.status == 0:
+            witness(res.x)
+    for _ in range(N_PROBES):  # push every unsettled bound at once, while that settles some
+        before = int(np.count_nonzero(seen_lo <= lo + LP_INT_ATOL)) + int(
+            np.count_nonzero(seen_hi >= hi - LP_INT_ATOL)
+        )
+        c = (seen_lo > lo + LP_INT_ATOL).astype(np.float64) - (seen_hi < hi - LP_INT_ATOL)
+        if not c.any():
+            break
+        res = _solve(c, A, b, bounds, cells[0])
+        if res.status != 0:
+            break
+        witness(res.x)
+        after = int(np.count_nonzero(seen_lo <= lo + LP_INT_ATOL)) + int(
+            np.count_nonzero(seen_hi >= hi - LP_INT_ATOL)
+        )
+        if after == before:
+            break
+    for j in range(n):
+        for sign, out, seen, box in ((1.0, lower, seen_lo, lo), (-1.0, upper, seen_hi, hi)):
+            if seen[j] * sign <= box[j] * sign + LP_INT_ATOL:
+                out[j] = box[j]  # a feasible point attains the box bound: the LP optimum
+                continue
+            c = np.zeros(n)
+            c[j] = sign
+            res = _solve(c, A, b, bounds, cells[j])
+            if res.status == 3:
+                out[j] = -sign * np.inf
+            else:
+                out[j] = res.x[j]
+                witness(res.x)
+    return lower, upper
+
+
 def attacker_intervals(table: MarginTable, *, use_threshold: bool = True) -> AttackIntervals:
     """Min and max of each suppressed cell consistent with the published table (LP, HiGHS).
 
@@ -86,26 +159,21 @@ def attacker_intervals(table: MarginTable, *, use_threshold: bool = True) -> Att
     else:
         lo, hi = np.zeros(n), np.full(n, np.inf)
     lower, upper = lo.copy(), hi.copy()
+    true = table.counts.ravel()[cs.cells].astype(np.float64)
+    rng = np.random.default_rng(0)  # the probing objectives: fixed, so results are reproducible
     for cols in cs.components():
         rows = cs.rows_of(cols)
         if rows.size == 0:
             continue
-        A = cs.A[rows][:, cols]
-        b = cs.b[rows].astype(np.float64)
-        bounds = np.column_stack([lo[cols], hi[cols]])
-        for j in range(cols.size):
-            for sign, out in ((1.0, lower), (-1.0, upper)):
-                c = np.zeros(cols.size)
-                c[j] = sign
-                res = linprog(c, A_eq=A, b_eq=b, bounds=bounds, method="highs")
-                if res.status == 3:  # unbounded above
-                    out[cols[j]] = np.inf
-                elif res.status != 0:
-                    raise PersuasiveError(
-                        f"linprog failed on cell {cs.cells[cols[j]]}: {res.message}"
-                    )
-                else:
-                    out[cols[j]] = res.x[j]
+        lower[cols], upper[cols] = _component_bounds(
+            cs.A[rows][:, cols],
+            cs.b[rows].astype(np.float64),
+            lo[cols],
+            hi[cols],
+            true[cols],
+            rng,
+            [int(c) for c in cs.cells[cols]],
+        )
     return AttackIntervals(
         cs.cells, _round(lower), _round(upper), table.counts.ravel()[cs.cells], use_threshold
     )

@@ -58,7 +58,8 @@ def frontier_size(A: sparse.csr_array, b: NDArray[np.int64], order: NDArray[np.i
     logsize = np.log(b.astype(np.float64) + 1.0)
     steps = np.arange(order.size)[:, None]
     active = (first[None, :] <= steps) & (last[None, :] >= steps)
-    return float(np.exp((active * logsize[None, :]).sum(axis=1).max(initial=0.0)))
+    with np.errstate(over="ignore"):  # inf: far beyond any budget
+        return float(np.exp((active * logsize[None, :]).sum(axis=1).max(initial=0.0)))
 
 
 def _shift(arr: NDArray[np.float64], pos: list[int], v: int, back: bool) -> NDArray[np.float64]:
