@@ -32,7 +32,7 @@ from persuasive.priors.cells import IndependentCellsPrior, _Points, _Table
 #: Largest DP message (number of partial-sum states) for an exact component.
 MAX_DP_STATES: int = 2**18
 
-#: Default MCMC length (sweeps over the move basis) and burn-in for large components.
+#: Default MCMC length (recorded sweeps summed over the chains) and burn-in (per chain).
 MCMC_SWEEPS: int = 4000
 MCMC_BURN_IN: int = 500
 
