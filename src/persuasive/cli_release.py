@@ -370,11 +370,58 @@ def release_table_cmd(
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     json_: JsonOpt = False,
+    margins: Annotated[
+        str | None,
+        typer.Option(
+            "--margins",
+            help="Also publish these totals exactly: rows,cols[,total] or kept keys 'a+b,c'; "
+            "--target-kappa is then the planner's per-cell target.",
+            show_default=False,
+        ),
+    ] = None,
+    objective: Annotated[
+        str | None,
+        typer.Option(
+            "--objective",
+            help="With --margins: minimise secondary 'count' or 'total'.",
+            show_default=False,
+        ),
+    ] = None,
+    bound: Annotated[
+        str | None,
+        typer.Option(
+            "--bound",
+            help="With --margins: plan against 'publication' (default) or 'table'.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Suppress the cells below h of a count table and certify it (Prop 8).
 
-    Exit 0 when the guarantee holds, 1 when it does not, 2 on bad input.
+    With --margins the totals are published too (docs/margins_release.md). Exit 0 when the
+    guarantee holds, 1 when it does not, 2 on bad input.
     """
+    if margins is not None or objective is not None or bound is not None:
+        from persuasive.cli_margins import run_margins
+
+        run_margins(
+            data,
+            out,
+            keys=keys,
+            count=count,
+            h=h,
+            margins=margins,
+            objective=objective,
+            bound=bound,
+            receiver_opts=(alpha, poisson_mean, negbin_mean, negbin_size),
+            r=r,
+            target_kappa=target_kappa,
+            format_=format_,
+            report=report,
+            force=force,
+            quiet=quiet,
+            json_=json_,
+        )
     from persuasive.release import calibrate, tables
     from persuasive.release.data import scan_table, table_format
     from persuasive.release.demo import check_output_dir
@@ -610,11 +657,22 @@ def verify(
         Path, typer.Argument(help="A certificate.json written by a release.", show_default=False)
     ],
     json_: JsonOpt = False,
+    published: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--published",
+            help="A margins certificate: the release folder or its published files.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Re-check a certificate from its spec alone; exit 0 if it holds as stated, 1 if not."""
+    """Re-check a certificate from its spec alone; exit 0 if it holds as stated, 1 if not.
+
+    A margins certificate is recomputed from the published table: --published DIR.
+    """
     from persuasive.report.verify import verify_certificate
 
-    result = _guard(lambda: verify_certificate(certificate))
+    result = _guard(lambda: verify_certificate(certificate, published=published or None))
     if json_:
         rec = result.recomputed
         typer.echo(

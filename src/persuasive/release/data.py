@@ -9,6 +9,10 @@ polars: nothing is downloaded.
   ``"county_301"`` is made from the row order of the bundled file.
 * :func:`load_fair` — Fair's (1978) survey of 6366 women on extramarital affairs
   (``statsmodels.datasets.fair``; e.g. ``affairs``, ``religious``, ``occupation``).
+* :func:`load_fair_crosstab` — a cross-tabulation of that survey (by default ``religious`` ×
+  ``occupation``, 4 × 6 cells; add ``rate_marriage`` for a 4 × 6 × 5 table), one row per cell
+  of the complete grid (absent combinations are zero counts): the real table of the margins
+  release (``docs/margins_release.md``).
 
 Examples
 --------
@@ -19,6 +23,9 @@ Examples
 ('county_001', 'county_301', Int64)
 >>> load_fair().height
 6366
+>>> ct = load_fair_crosstab()
+>>> ct.shape, ct.columns, int(ct["n"].sum())
+((24, 3), ['religious', 'occupation', 'n'], 6366)
 """
 
 from __future__ import annotations
@@ -73,6 +80,42 @@ def load_fair() -> pl.DataFrame:
     (1–4) and ``occupation`` (1–6) are coded categories (Int64).
     """
     return pl.read_csv(_statsmodels_csv("fair"))
+
+
+def load_fair_crosstab(*dims: str, count: str = "n") -> pl.DataFrame:
+    """Cross-tabulate Fair's affairs survey by ``dims`` (default religious × occupation).
+
+    Parameters
+    ----------
+    *dims : str
+        Coded columns of :func:`load_fair` (e.g. ``"religious"``, ``"occupation"``,
+        ``"rate_marriage"``); default ``("religious", "occupation")``.
+    count : str
+        Name of the count column.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per combination of the observed levels of ``dims`` (the complete grid, sorted;
+        a combination nobody reported has count 0): ``dims`` (Int64) and ``count`` (Int64).
+    """
+    keys = list(dims) or ["religious", "occupation"]
+    fair = load_fair()
+    missing = [d for d in keys if d not in fair.columns]
+    if missing or len(set(keys)) != len(keys) or count in keys:
+        raise ValidationError(
+            f"dims must be distinct columns of the Fair data {fair.columns} (not {count!r}); "
+            f"got {keys}"
+        )
+    grid = fair.select(pl.col(keys[0]).cast(pl.Int64).unique().sort())
+    for d in keys[1:]:
+        grid = grid.join(fair.select(pl.col(d).cast(pl.Int64).unique().sort()), how="cross")
+    counts = fair.select(pl.col(d).cast(pl.Int64) for d in keys).group_by(keys).len(count)
+    return (
+        grid.join(counts, on=keys, how="left")
+        .with_columns(pl.col(count).fill_null(0).cast(pl.Int64))
+        .sort(keys)
+    )
 
 
 def table_format(path: str | os.PathLike[str]) -> str:

@@ -258,6 +258,10 @@ def report_content(release: Any, *, target_kappa: float | None = None) -> Report
     ReportContent
     """
     kind = getattr(release, "kind", None)
+    if kind == "margins":  # a table with published totals: persuasive.report.margins
+        from persuasive.report.margins import margins_report_content
+
+        return margins_report_content(release, target_kappa=target_kappa)
     if kind not in _KIND_LABELS:
         raise ValidationError(
             f"release.kind must be one of {', '.join(map(repr, _KIND_LABELS))}; got {kind!r}"

@@ -24,12 +24,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from persuasive import _tolerances as tol
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report.certificate import FORMAT, SUPPORTED_VERSIONS, spec_sha256
 from persuasive.results import Certificate
+
+if TYPE_CHECKING:
+    from persuasive.report.verify_margins import MarginsVerification
 
 #: Top-level keys every certificate document must have.
 REQUIRED_KEYS: tuple[str, ...] = (
@@ -208,13 +211,18 @@ def _compare(doc: dict[str, Any], kappa: float, delta: float, cert: Certificate)
     return out
 
 
-def verify_certificate(path_or_doc: str | os.PathLike[str] | Mapping[str, Any]) -> Verification:
+def verify_certificate(
+    path_or_doc: str | os.PathLike[str] | Mapping[str, Any], *, published: Any = None
+) -> Verification | MarginsVerification:
     """Re-prove a certificate from its spec and compare it field by field.
 
     Parameters
     ----------
     path_or_doc : str, path-like or mapping
         A certificate file (JSON) or its parsed document.
+    published : path or sequence of paths, optional
+        Only for a margins certificate (``"format": "persuasive-margins-certificate"``): the
+        published files it is recomputed from (:mod:`persuasive.report.verify_margins`).
 
     Returns
     -------
@@ -244,6 +252,17 @@ def verify_certificate(path_or_doc: str | os.PathLike[str] | Mapping[str, Any]) 
     guarantee.kappa: stated 2 is below the proven 2.386294 (κ lowered?)
     """
     doc = _load(path_or_doc)
+    from persuasive.report.margins_certificate import FORMAT as MARGINS_FORMAT
+
+    if doc.get("format") == MARGINS_FORMAT:
+        from persuasive.report.verify_margins import verify_margins
+
+        return verify_margins(doc, published)
+    if published is not None:
+        raise ValidationError(
+            "--published is only for a margins certificate; this one is re-checked from its "
+            "spec alone"
+        )
     kappa, delta = _check_structure(doc)
     spec: dict[str, Any] = doc["spec"]
     mismatches: list[str] = []

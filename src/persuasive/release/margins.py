@@ -1,0 +1,417 @@
+r"""Release a count table with its margins: exact audit, planned secondary suppression, certificate.
+
+Prop 8 (Bon et al. 2026) assumes the suppressed cells are all that is hidden and nothing else
+is published. With exact row / column (or any k-D) totals a Receiver subtracts: a suppressed
+cell alone in a published row is recovered. :func:`release_table_with_margins`
+
+1. suppresses every cell below h (*primary*) and publishes the margins exactly;
+2. with a target κ, plans *secondary* suppressions
+   (:func:`persuasive.margins.planner.plan_suppression`) until every suppressed cell's exact
+   worst case over the Receiver model is at most κ — at the true table (``bound="table"``,
+   ``kappa_upper``) or for every table consistent with the publication
+   (``bound="publication"``, ``kappa_published``, the default: what the certificate states);
+3. audits the final pattern exactly (:func:`persuasive.margins.worst_case_losses`: one
+   posterior for the whole class by sufficiency), computes the attacker's LP intervals, and sets
+   the classical partner rule beside it (:func:`persuasive.margins.classical.compare`).
+
+The Receiver model must be parametric (:class:`~persuasive.release.receivers.PoissonReceiver`
+or :class:`~persuasive.release.receivers.NegativeBinomialReceiver`): for the small-cell class
+:math:`\mathcal C^{h,\alpha}` the supremum is ∞ for every suppressed cell once a margin is
+published, and it is refused. The published table says which suppressed cells are primary
+(< h) and which secondary (>= h): the model assumes the Receiver knows it.
+
+The certificate (:mod:`persuasive.report.margins_certificate`) states only what follows from
+the publication; the per-cell audit at the true table is the custodian's (``custodian_*``
+files), never published.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from persuasive import _tolerances as tol
+from persuasive import _validation as v
+from persuasive.errors import ValidationError
+from persuasive.margins import (
+    AttackIntervals,
+    MarginTable,
+    WorstCaseLosses,
+    attacker_intervals,
+    worst_case_losses,
+)
+from persuasive.release.receivers import (
+    NegativeBinomialReceiver,
+    PoissonReceiver,
+    Receiver,
+    SmallCellReceiver,
+    check_thresholds,
+)
+
+__all__ = ["MarginRelease", "check_margins_receiver", "release_table_with_margins"]
+
+BOUNDS = ("publication", "table")
+OBJECTIVES = ("count", "total")
+
+
+def check_margins_receiver(receiver: Any) -> Receiver:
+    """The Receiver model of a release with margins: Poisson or negative binomial only."""
+    if isinstance(receiver, SmallCellReceiver):
+        raise ValidationError(
+            "the small-cell class (--alpha) has kappa = inf once a margin is published: "
+            "point-mass priors on the partners of a suppressed cell are in the class and "
+            "disclose it by subtraction. State a parametric model instead (--poisson-mean LO:HI "
+            "or --negbin-mean LO:HI --negbin-size S)"
+        )
+    if not isinstance(receiver, (PoissonReceiver, NegativeBinomialReceiver)):
+        raise ValidationError(
+            "receiver must be a PoissonReceiver or NegativeBinomialReceiver; got "
+            f"{type(receiver).__name__}"
+        )
+    return receiver
+
+
+@dataclass(frozen=True, eq=False)
+class MarginRelease:
+    """A count table released with exact margins, its pattern, audit and comparison.
+
+    Attributes
+    ----------
+    table, primary : MarginTable
+        The final pattern (primary and secondary) and the primary pattern alone.
+    worst, primary_worst : WorstCaseLosses
+        The exact audit of the final and of the primary pattern.
+    intervals : AttackIntervals
+        The attacker's LP intervals of the final pattern.
+    plan : SuppressionPlan or None
+        The planner's result (None without a target).
+    comparison : Comparison or None
+        The classical rule and the planner at the target (None without a target).
+    classical, classical_worst
+        The classical partner-rule pattern and its exact audit (always computed).
+    """
+
+    kind: ClassVar[str] = "margins"
+
+    table: MarginTable
+    primary: MarginTable
+    worst: WorstCaseLosses
+    primary_worst: WorstCaseLosses
+    intervals: AttackIntervals
+    plan: Any
+    comparison: Any
+    classical: Any
+    classical_worst: WorstCaseLosses
+    receiver: Receiver
+    keys: tuple[str, ...]
+    count: str
+    levels: dict[str, list[Any]]
+    dtypes: dict[str, Any]
+    r: int
+    target_kappa: float | None
+    objective: str
+    bound: str
+
+    @property
+    def h(self) -> int:
+        return self.table.h
+
+    # ------------------------------------------------------------------ published
+    def _labels(self, flat: NDArray[np.intp]) -> dict[str, pl.Series]:
+        coords = np.unravel_index(flat, self.table.shape)
+        return {
+            k: pl.Series(k, [self.levels[k][i] for i in coords[a]], dtype=self.dtypes[k])
+            for a, k in enumerate(self.keys)
+        }
+
+    @functools.cached_property
+    def published(self) -> pl.DataFrame:
+        """The publishable table (C order): keys, the count (null where suppressed) and
+        ``suppressed`` ("primary" / "secondary", null where released)."""
+        from persuasive.report.margins_certificate import STATUS
+
+        x, sup = self.table.counts.ravel(), self.table.suppressed.ravel()
+        sec = self.table.secondary.ravel()
+        status = np.where(sec, "secondary", np.where(sup, "primary", ""))
+        return pl.DataFrame(
+            [
+                *self._labels(np.arange(x.size)).values(),
+                pl.Series(
+                    self.count,
+                    [None if s else int(c) for s, c in zip(sup, x, strict=True)],
+                    dtype=pl.Int64,
+                ),
+                pl.Series(STATUS, [s or None for s in status], dtype=pl.String),
+            ]
+        )
+
+    @functools.cached_property
+    def published_margins(self) -> pl.DataFrame:
+        """One row per published total: ``margin`` (name), the keys (null where summed over),
+        ``total``."""
+        frames = []
+        for m, name in zip(self.table.margins, self.table.margin_names(), strict=True):
+            tot = self.table.totals[m]
+            idx = np.indices(tot.shape).reshape(len(m), -1) if m else np.zeros((0, 1), int)
+            cols = [pl.Series("margin", [name] * tot.size, dtype=pl.String)]
+            for a, k in enumerate(self.keys):
+                labels = (
+                    [self.levels[k][i] for i in idx[m.index(a)]] if a in m else [None] * tot.size
+                )
+                cols.append(pl.Series(k, labels, dtype=self.dtypes[k]))
+            cols.append(pl.Series("total", tot.ravel().tolist(), dtype=pl.Int64))
+            frames.append(pl.DataFrame(cols))
+        return pl.concat(frames, how="vertical")
+
+    def publication(self) -> Any:
+        """The publication (:class:`persuasive.report.margins_certificate.Publication`)."""
+        from persuasive.report.margins_certificate import publication_of
+
+        return publication_of(self.published, self.published_margins, self.keys, self.count)
+
+    def claim(self) -> dict[str, Any]:
+        from persuasive.report.margins_certificate import margins_claim
+
+        return margins_claim(
+            self.receiver,
+            h=self.h,
+            r=self.r,
+            margins=self.table.margin_names(),
+            target_kappa=self.target_kappa,
+        )
+
+    def certificate_document(self, publication: Any = None) -> dict[str, Any]:
+        """The margins certificate: publication-derived facts only."""
+        from persuasive.report.margins_certificate import certificate_document
+
+        pub = self.publication() if publication is None else publication
+        labels = [tuple(str(x) for x in row) for row in pub.cells.select(self.keys).rows()]
+        return certificate_document(self.claim(), pub, self.table, labels, self.worst)
+
+    # ------------------------------------------------------------------ custodian
+    @property
+    def losses(self) -> NDArray[np.float64]:
+        """The planned-against bound per cell (table shape): ``kappa_published`` or
+        ``kappa_upper`` as ``bound`` says."""
+        w = self.worst
+        return w.kappa_published if self.bound == "publication" else w.kappa_upper
+
+    @functools.cached_property
+    def cells(self) -> pl.DataFrame:
+        """One row per cell (C order) for the custodian: never publish it."""
+        from persuasive.release.margins_output import custodian_cells
+
+        return custodian_cells(self)
+
+    def failing(self) -> NDArray[np.bool_]:
+        """Suppressed cells (table shape) that fail: not certified (an MCMC component); with a
+        target, a bound above it (``bound`` says which); without one, a disclosed cell below r.
+
+        With a target a disclosed cell passes when its loss :math:`B(x_i)` is at most κ (the
+        Receiver's prior already put that much mass on its value: Persuasive Privacy promises
+        κ, not secrecy); it is listed in the report either way.
+        """
+        w, t = self.worst, self.table
+        bad = ~w.certified
+        if self.target_kappa is not None:
+            bad = bad | (self.losses > self.target_kappa + tol.LOSS_ATOL)
+        else:
+            bad = bad | (w.disclosed & (t.counts < self.r))
+        return t.suppressed & bad
+
+    @property
+    def ok(self) -> bool:
+        """No failing cell (:meth:`failing`)."""
+        return not bool(self.failing().any())
+
+    def above(self) -> pl.DataFrame:
+        """The custodian rows of the failing cells."""
+        return self.cells.filter(pl.Series(self.failing().ravel()))
+
+    def summary(self) -> dict[str, Any]:
+        from persuasive.release.margins_output import summary
+
+        return summary(self)
+
+    def comparison_document(self) -> dict[str, Any]:
+        from persuasive.release.margins_output import comparison_document
+
+        return comparison_document(self)
+
+    def write(
+        self, directory: str | os.PathLike[str], *, table_format: str = "csv"
+    ) -> dict[str, Path]:
+        """Write the release into ``directory`` (each file atomically); return paths by role."""
+        from persuasive.release.margins_output import write_release
+
+        return write_release(self, directory, table_format=table_format)
+
+
+def _grid(source: Any, keys: tuple[str, ...], count: str) -> pl.DataFrame:
+    from persuasive.release.tables import _scan
+    from persuasive.report.margins_certificate import STATUS
+
+    frame = source if isinstance(source, pl.DataFrame) else _scan(source).collect()
+    for name in (*keys, count):
+        if name not in frame.columns:
+            role = "count" if name == count else "key"
+            raise ValidationError(
+                f"{role} column '{name}' does not exist; available columns: "
+                f"{', '.join(frame.columns)}"
+            )
+    from persuasive.release.margins_output import CUSTODIAN_COLUMNS
+
+    reserved = {STATUS, "margin", "total"}
+    clash = sorted((set(keys) & (reserved | set(CUSTODIAN_COLUMNS))) | ({count} & reserved))
+    if clash or count in keys:
+        raise ValidationError(
+            f"column {(clash or [count])[0]!r} cannot be a key (or the count) of a release with "
+            f"margins: the output files use the names {sorted(reserved | set(CUSTODIAN_COLUMNS))}"
+            "; rename it"
+        )
+    c = frame[count]
+    if not c.dtype.is_numeric():
+        raise ValidationError(f"count column '{count}' must hold integer counts; got {c.dtype}")
+    if c.null_count() or frame.select(keys).null_count().sum_horizontal().item():
+        raise ValidationError(f"count column '{count}' or a key column has missing values")
+    if bool((c < 0).any()):
+        raise ValidationError(f"count column '{count}' has negative counts (min {c.min()!r})")
+    return frame.select(*keys, count)
+
+
+def _primary(data: pl.DataFrame, ks: tuple[str, ...], count: str, h: int, margins: Any) -> Any:
+    """The primary pattern; ``margins`` may be a frame of published totals, checked to add up."""
+    if not isinstance(margins, pl.DataFrame):
+        return MarginTable.from_frame(data, keys=ks, count=count, h=h, margins=margins)
+    from persuasive.report.margins_certificate import margin_totals, normalise_margins
+
+    given = normalise_margins(margins, ks)
+    names = sorted(set(given["margin"].drop_nulls().to_list()))
+    table = MarginTable.from_frame(data, keys=ks, count=count, h=h, margins=names)
+    levels = [[str(x) for x in table.levels[k]] for k in ks]  # type: ignore[attr-defined]
+    totals = margin_totals(given, ks, table.margins, table.margin_names(), levels)
+    MarginTable(table.counts, h=h, margins=table.margins, dims=ks, totals=totals)  # add up?
+    return table
+
+
+def release_table_with_margins(
+    frame: Any,
+    *,
+    keys: str | list[str] | tuple[str, ...],
+    count: str,
+    h: int,
+    receiver: Receiver,
+    margins: Any,
+    target_kappa: float | None = None,
+    objective: str = "count",
+    bound: str = "publication",
+    r: int | None = None,
+) -> MarginRelease:
+    r"""Suppress the cells below h, publish the margins exactly, plan, audit and compare.
+
+    .. math:: \kappa_i = \sup_{Q \in \mathcal Q_{\mathcal M}} \Delta_i^r
+              = \log \Pi^0_i(x_i) + B(x_i) \quad (\text{exact; } \texttt{docs/margins.md}),
+
+    and with a target the planner makes :math:`\kappa_i \le \kappa` (``bound="table"``) or its
+    maximum over every table consistent with the publication (``bound="publication"``) hold
+    for every suppressed cell.
+
+    Parameters
+    ----------
+    frame : polars DataFrame or path
+        Long table, one row per cell of a complete grid over ``keys``.
+    keys, count : column names
+        The dimensions (levels sorted) and the count column (non-negative integers).
+    h : int
+        Primary threshold: cells below h are suppressed.
+    receiver : PoissonReceiver or NegativeBinomialReceiver
+        The Receiver model (a :class:`SmallCellReceiver` is refused: κ = ∞ with margins).
+    margins : str, sequence or polars DataFrame
+        Published margins, ``"rows,cols,total"`` or ``"a+b,c"`` (:func:`persuasive.margins
+        .parse_margins`), or the totals to publish as a frame (``margin``, keys, ``total``, as
+        ``margins.csv`` is written): they must add up to the table.
+    target_kappa : float, optional
+        Per-cell target; secondary cells are planned until it holds.
+    objective : {"count", "total"}
+        Minimise the number of secondary cells or their total count.
+    bound : {"publication", "table"}
+        What the planner bounds (see above).
+    r : int, optional
+        Score threshold of :math:`L^r`, ``r <= h`` (default h).
+
+    Raises
+    ------
+    ValidationError
+        Bad parameters or data, naming the field.
+    InfeasiblePlanError
+        No suppression pattern the planner reaches meets ``target_kappa`` (a ValidationError).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> df = pl.DataFrame({"a": [0, 0, 1, 1], "b": [0, 1, 0, 1], "n": [2, 30, 40, 50]})
+    >>> rel = release_table_with_margins(df, keys=["a", "b"], count="n", h=5,
+    ...     receiver=PoissonReceiver(1, 40), margins="rows")
+    >>> rel.published["suppressed"].to_list(), bool(rel.worst.disclosed[0, 0]), rel.ok
+    (['primary', None, None, None], True, False)
+    """
+    from persuasive.margins.classical import classical_pattern, compare
+    from persuasive.margins.planner import InfeasiblePlanError
+
+    ks = (keys,) if isinstance(keys, str) else tuple(keys)
+    h_, r_ = check_thresholds(h, r)
+    rec = check_margins_receiver(receiver)
+    target = None if target_kappa is None else v.real("target_kappa", target_kappa, low=0.0)
+    obj = v.choice("objective", objective, OBJECTIVES)
+    bnd = v.choice("bound", bound, BOUNDS)
+    data = _grid(frame, ks, count)
+    primary = _primary(data, ks, count, h_, margins)
+    if not primary.margins:
+        raise ValidationError(
+            "margins: no margin given; a table without published totals is Prop 8's "
+            "(persuasive release table without --margins)"
+        )
+    primary_worst = worst_case_losses(primary, rec, r=r_)
+    plan = comparison = None
+    if target is None:
+        final, worst = primary, primary_worst
+        classical = classical_pattern(primary)
+        classical_worst = worst_case_losses(classical.table, rec, r=r_)
+    else:
+        comparison = compare(primary, rec, target, r=r_, objective=obj, bound=bnd)
+        if comparison.ours is None:
+            raise InfeasiblePlanError(
+                f"target_kappa = {target:g}: no suppression pattern meets it "
+                f"({comparison.ours_error})"
+            )
+        plan = comparison.ours
+        final, worst = plan.table, plan.worst
+        classical, classical_worst = comparison.classical, comparison.classical_worst
+    return MarginRelease(
+        table=final,
+        primary=primary,
+        worst=worst,
+        primary_worst=primary_worst,
+        intervals=attacker_intervals(final),
+        plan=plan,
+        comparison=comparison,
+        classical=classical,
+        classical_worst=classical_worst,
+        receiver=rec,
+        keys=ks,
+        count=count,
+        levels=dict(primary.levels),
+        dtypes={k: data.schema[k] for k in ks},
+        r=r_,
+        target_kappa=target,
+        objective=obj,
+        bound=bnd,
+    )

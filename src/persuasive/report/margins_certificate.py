@@ -1,0 +1,407 @@
+r"""The margins certificate: a claim recomputable from the publication alone (issue 5).
+
+A table released with exact margins (:mod:`persuasive.release.margins`) is certified by a
+document that states **only facts derived from what was published**: the Receiver class, h, r,
+the margins, the target κ, the publication bound :math:`\kappa^{\rm pub}_i` of every suppressed
+cell (``worst_case_losses(...).kappa_published``: the exact supremum of :math:`\Delta_i^r` over
+the class and over every table consistent with the publication), whether every component was
+computed exactly, and the SHA-256 of the canonical publication. Nothing comes from the hidden
+counts, so anyone holding the published files can recompute it
+(:func:`persuasive.report.verify_margins.verify_margins`).
+
+Format (``format_version`` 1; canonical, byte-stable JSON as
+:func:`persuasive.report.certificate.dumps_certificate` writes it)::
+
+    {
+      "format": "persuasive-margins-certificate", "format_version": 1, "kind": "margins",
+      "library": {"name": ..., "version": ...},
+      "claim": {"receiver": {...}, "class": "...", "score": {"type": "small_cell_log", "r": r},
+                "h": h, "r": r, "margins": ["row", "col"], "target_kappa": K or null},
+      "claim_sha256": "...",            # SHA-256 of the canonical JSON of "claim"
+      "publication": {"keys": [...], "count": "n", "status_column": "suppressed",
+                      "sha256": "...", "n_cells": ..., "n_suppressed": ..., "n_primary": ...,
+                      "n_secondary": ..., "n_disclosed": ...},
+      "guarantee": {"kappa_published": max_i, "delta": 0.0, "certified": true,
+                    "within_target": true or false or null},
+      "cells": [{"key": ["3", "1"], "status": "primary", "kappa_published": ...,
+                 "certified": true, "disclosed": false}, ...],    # suppressed cells, sorted
+      "basis": "exact supremum over the class by sufficiency (...)",
+      "notes": [...]
+    }
+
+The **canonical publication** is ``{"keys", "count", "cells": [[labels..., count or null,
+status or null], ...], "margins": [[name, labels or null..., total], ...]}`` with every label
+written as the string the published CSV holds, both lists sorted: its hash does not depend on
+row order or on CSV versus Parquet.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from persuasive import _tolerances as tol
+from persuasive.errors import ValidationError
+from persuasive.report.certificate import LIBRARY_NAME, canonical, spec_sha256
+
+FORMAT = "persuasive-margins-certificate"
+FORMAT_VERSION = 1
+SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
+BASIS = (
+    "exact supremum over the class by sufficiency: one posterior for every member, the "
+    "supremum attained at an end of the mean range (Bon et al. 2026; docs/margins.md)"
+)
+#: The published table's column naming each suppressed cell ``primary`` or ``secondary``.
+STATUS = "suppressed"
+STATUSES = ("primary", "secondary")
+NOTES = (
+    "The Receiver is assumed to know which suppressed cells are primary (count < h) and which "
+    "secondary (count >= h): the published table says so.",
+    "kappa_published bounds the loss for every table consistent with the publication; it is "
+    "recomputed from the published files alone (persuasive verify CERT --published DIR).",
+    "The class is an assumption: priors outside it (e.g. a cell-specific mean that the "
+    "published margins do not carry) are not covered.",
+)
+REQUIRED = ("format", "format_version", "claim", "claim_sha256", "publication", "guarantee")
+
+
+def class_statement(receiver: Any) -> str:
+    """The prior class of a Poisson / negative-binomial Receiver model once margins are out."""
+    d = receiver.describe()
+    fam = "Poisson" if d["model"] == "poisson" else f"negative binomial of size {d['size']!r}"
+    return (
+        f"independent cells, each {fam} with mean in [{d['mean_min']!r}, {d['mean_max']!r}], "
+        "natural parameters log-linear in the published margins"
+    )
+
+
+def margins_claim(
+    receiver: Any, *, h: int, r: int, margins: Sequence[str], target_kappa: float | None
+) -> dict[str, Any]:
+    """The data-independent claim of a margins certificate."""
+    return canonical(
+        {
+            "receiver": receiver.describe(),
+            "class": class_statement(receiver),
+            "score": {"type": "small_cell_log", "r": int(r)},
+            "h": int(h),
+            "r": int(r),
+            "margins": list(margins),
+            "target_kappa": target_kappa,
+        }
+    )
+
+
+# ------------------------------------------------------------------------------ publication
+
+
+@dataclass(frozen=True, eq=False)
+class Publication:
+    """The published files as strings: ``cells`` (keys, count, status) and ``margins``."""
+
+    keys: tuple[str, ...]
+    count: str
+    cells: pl.DataFrame
+    margins: pl.DataFrame
+
+    def document(self) -> dict[str, Any]:
+        """The canonical publication (see the module docstring)."""
+        k = list(self.keys)
+        cells = sorted(self.cells.select(*k, self.count, STATUS).rows(), key=_sort_key)
+        totals = sorted(self.margins.select("margin", *k, "total").rows(), key=_sort_key)
+        return {"keys": k, "count": self.count, "cells": cells, "margins": totals}
+
+    def sha256(self) -> str:
+        return spec_sha256(self.document())
+
+
+def _sort_key(row: Sequence[Any]) -> tuple[tuple[int, str], ...]:
+    return tuple((0, "") if x is None else (1, str(x)) for x in row)
+
+
+def publication_of(
+    cells: pl.DataFrame, margins: pl.DataFrame, keys: Sequence[str], count: str
+) -> Publication:
+    """Normalise published frames: labels as strings, counts and totals as Int64."""
+    ks = tuple(keys)
+    for name, frame, need in (
+        ("published table", cells, [*ks, count, STATUS]),
+        ("published margins", margins, ["margin", *ks, "total"]),
+    ):
+        missing = [c for c in need if c not in frame.columns]
+        if missing:
+            raise ValidationError(
+                f"{name}: no column {missing[0]!r}; it has {frame.columns} (need {need})"
+            )
+    strs = [pl.col(c).cast(pl.String) for c in ks]
+    c = cells.select(*strs, pl.col(STATUS).cast(pl.String)).insert_column(
+        len(ks), _ints(cells, count)
+    )
+    return Publication(ks, count, c, normalise_margins(margins, ks))
+
+
+def normalise_margins(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
+    """A margins frame (``margin``, keys, ``total``) with string labels and Int64 totals."""
+    missing = [c for c in ["margin", *keys, "total"] if c not in frame.columns]
+    if missing:
+        raise ValidationError(
+            f"margins file: no column {missing[0]!r}; need margin, {', '.join(keys)}, total"
+        )
+    strs = [pl.col(c).cast(pl.String) for c in ("margin", *keys)]
+    return frame.select(*strs).with_columns(_ints(frame, "total"))
+
+
+def _ints(frame: pl.DataFrame, col: str) -> pl.Series:
+    """A column of counts as Int64 (nulls kept); a ValidationError naming a bad value."""
+    s = frame[col]
+    if s.dtype.is_float():
+        v = pl.col(col)
+        parsed = frame.select(pl.when(v % 1 == 0).then(v.cast(pl.Int64, strict=False))).to_series()
+    else:
+        parsed = s.cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
+    bad = ((parsed.is_null() & s.is_not_null()) | (parsed < 0).fill_null(False)).arg_true()
+    if bad.len():
+        i = int(bad[0])
+        raise ValidationError(f"column {col!r} row {i}: {s[i]!r} is not a count (an integer >= 0)")
+    return parsed.alias(col)
+
+
+def read_frame(path: Path) -> pl.DataFrame:
+    """A published CSV (every column as text) or Parquet file."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            return pl.read_csv(path, infer_schema=False)
+        if suffix in (".parquet", ".pq"):
+            return pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise ValidationError(f"cannot read published file '{path}': {exc}") from None
+    raise ValidationError(f"published file '{path}' must be .csv or .parquet")
+
+
+def read_publication(
+    published: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    keys: Sequence[str],
+    count: str,
+) -> Publication:
+    """Read the published table and margins: a release folder, or the two files."""
+    items = [published] if isinstance(published, (str, os.PathLike)) else list(published)
+    paths: list[Path] = []
+    for item in map(Path, items):
+        if item.is_dir():
+            paths += [p for p in sorted(item.iterdir()) if p.stem in ("released", "margins")]
+        elif item.is_file():
+            paths.append(item)
+        else:
+            raise ValidationError(f"--published '{item}' not found")
+    frames = [read_frame(p) for p in paths if p.suffix.lower() in (".csv", ".parquet", ".pq")]
+    table = [f for f in frames if STATUS in f.columns]
+    marg = [f for f in frames if "margin" in f.columns and "total" in f.columns]
+    if len(table) != 1 or len(marg) != 1:
+        raise ValidationError(
+            "--published must give one published table (with a 'suppressed' column) and one "
+            f"margins file (columns 'margin', 'total'); found {len(table)} and {len(marg)} in "
+            f"{[str(p) for p in paths]}"
+        )
+    return publication_of(table[0], marg[0], keys, count)
+
+
+def _fail(what: str) -> ValidationError:
+    return ValidationError(f"published table: {what}")
+
+
+def _grid(pub: Publication) -> tuple[list[list[str]], tuple[int, ...], NDArray[np.intp]]:
+    keys, frame = list(pub.keys), pub.cells
+    if frame.select(keys).null_count().sum_horizontal().item():
+        raise _fail("a key is missing (empty) in some row")
+    levels = [sorted(frame[k].unique().to_list()) for k in keys]
+    shape = tuple(len(lv) for lv in levels)
+    idx = tuple(
+        np.searchsorted(np.array(lv, dtype=object), frame[k].to_numpy())
+        for k, lv in zip(keys, levels, strict=True)
+    )
+    flat = np.ravel_multi_index(idx, shape) if frame.height else np.zeros(0, np.intp)
+    if frame.height != int(np.prod(shape)) or np.unique(flat).size != flat.size:
+        raise _fail(
+            f"need each of the {int(np.prod(shape))} key combinations exactly once; got "
+            f"{frame.height} rows"
+        )
+    return levels, shape, np.asarray(flat, dtype=np.intp)
+
+
+def margin_totals(
+    frame: pl.DataFrame,
+    keys: Sequence[str],
+    margins: tuple[tuple[int, ...], ...],
+    names: list[str],
+    levels: list[Any],
+) -> dict[tuple[int, ...], NDArray[np.int64]]:
+    """Published totals (a margins frame with string labels) as arrays, margin by margin;
+    ``levels[a]`` are the labels (strings) of dimension a. ValidationError naming what is bad."""
+    unknown = sorted(set(frame["margin"].drop_nulls().to_list()) - set(names))
+    if unknown or frame["margin"].null_count() or frame["total"].null_count():
+        raise ValidationError(
+            f"published margins: margin {unknown[:1] or 'empty'} is not among the margins "
+            f"{names}, or a total is empty"
+        )
+    out = {}
+    where = [{lab: i for i, lab in enumerate(lv)} for lv in levels]
+    for m, name in zip(margins, names, strict=True):
+        part = frame.filter(pl.col("margin") == name)
+        shape = tuple(len(levels[a]) for a in m)
+        tot = np.full(shape, -1, dtype=np.int64)
+        for row in part.iter_rows(named=True):
+            pos = []
+            for a, k in enumerate(keys):
+                lab = row[k]
+                if (a in m) != (lab is not None) or (lab is not None and lab not in where[a]):
+                    raise ValidationError(
+                        f"published margins: margin {name!r} has a bad {k!r} label {lab!r}"
+                    )
+                if a in m:
+                    pos.append(where[a][lab])
+            if tot[tuple(pos)] != -1:
+                raise ValidationError(f"published margins: {name!r} lists an entry twice")
+            tot[tuple(pos)] = row["total"]
+        if np.any(tot < 0):
+            raise ValidationError(
+                f"published margins: margin {name!r} misses an entry or has negative totals"
+            )
+        out[m] = tot
+    return out
+
+
+def publication_table(pub: Publication, h: int, margins: Sequence[str]) -> tuple[Any, list[Any]]:
+    """A :class:`~persuasive.margins.MarginTable` consistent with the publication.
+
+    The suppressed cells get an integer completion ``y`` with ``A y = b`` within their supports
+    (primary ``[0, h-1]``, secondary ``>= h``) by ``scipy.optimize.milp``; ``kappa_published``
+    does not depend on which completion. Returns the table and the labels (tuples of strings)
+    of every flat cell. Raises ValidationError naming what is inconsistent.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    from persuasive.margins import MarginTable, parse_margins
+    from persuasive.margins.constraints import full_incidence
+
+    levels, shape, flat = _grid(pub)
+    n, frame = int(np.prod(shape)), pub.cells
+    status = frame[STATUS]
+    bad = status.drop_nulls().filter(~status.drop_nulls().is_in(list(STATUSES)))
+    if bad.len():
+        raise _fail(f"{STATUS} must be primary, secondary or empty; got {bad[0]!r}")
+    sup, sec, x = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64)
+    sup[flat] = status.is_not_null().to_numpy()
+    sec[flat] = (status == "secondary").fill_null(False).to_numpy()
+    given = frame[pub.count].is_not_null().to_numpy()
+    clash = np.flatnonzero(given == sup[flat])
+    if clash.size:
+        raise _fail(f"row {int(clash[0])}: the count must be empty exactly where {STATUS} is set")
+    x[flat] = frame[pub.count].fill_null(0).to_numpy()
+    dims = tuple(pub.keys)
+    marg = parse_margins(list(margins), dims)
+    kw: dict[str, Any] = {"h": h, "margins": marg, "dims": dims}
+    mask: dict[str, Any] = {"suppressed": sup.reshape(shape), "secondary": sec.reshape(shape)}
+    base = MarginTable(np.where(sup, np.where(sec, h, 0), x).reshape(shape), **kw, **mask)
+    totals = margin_totals(pub.margins, pub.keys, base.margins, base.margin_names(), levels)
+    A_full, _ = full_incidence(base)
+    b_all = np.concatenate([totals[m].ravel() for m in base.margins]) - A_full[:, ~sup] @ x[~sup]
+    cells = np.flatnonzero(sup)
+    A = A_full[:, cells].tocsr()
+    touched = np.asarray(A.sum(axis=1)).ravel() > 0
+    if np.any(b_all[~touched] != 0):
+        raise ValidationError("published margins do not add up to the released cells")
+    if cells.size:
+        A, b = A[touched], b_all[touched]
+        res = milp(
+            np.zeros(cells.size),
+            constraints=LinearConstraint(A, b, b),
+            integrality=np.ones(cells.size),
+            bounds=Bounds(np.where(sec[cells], h, 0), np.where(sec[cells], np.inf, h - 1)),
+        )
+        if res.status != 0 or res.x is None:
+            raise _fail(
+                f"no completion of the suppressed cells (primary < {h}, secondary >= {h}) adds "
+                "up to the published margins"
+            )
+        x[cells] = np.round(res.x).astype(np.int64)
+    table = MarginTable(x.reshape(shape), **kw, **mask, totals=totals)
+    coords = np.unravel_index(np.arange(n), shape)
+    cols = [np.array(lv, dtype=object)[c] for lv, c in zip(levels, coords, strict=True)]
+    return table, [tuple(str(v) for v in t) for t in zip(*cols, strict=True)]
+
+
+# ------------------------------------------------------------------------------ the document
+
+
+def certificate_document(
+    claim: Mapping[str, Any], pub: Publication, table: Any, labels: Sequence[Any], worst: Any
+) -> dict[str, Any]:
+    """The margins certificate of a publication (see the module docstring).
+
+    ``table`` is any :class:`~persuasive.margins.MarginTable` consistent with ``pub`` (the true
+    one at release time, a completion at verification), ``labels[i]`` the key labels (strings)
+    of its flat cell i, and ``worst`` its :func:`~persuasive.margins.worst_case_losses`: only
+    the publication-derived fields of it are stated.
+    """
+    import persuasive
+
+    pub_k = worst.kappa_published.ravel()
+    cert = worst.certified.ravel()
+    disc = worst.disclosed.ravel()
+    sec = table.secondary.ravel()
+    cells = sorted(
+        (
+            {
+                "key": list(labels[i]),
+                "status": "secondary" if sec[i] else "primary",
+                "kappa_published": float(pub_k[i]),
+                "certified": bool(cert[i]),
+                "disclosed": bool(disc[i]) if cert[i] else None,
+            }
+            for i in table.suppressed_index
+        ),
+        key=lambda c: list(c["key"]),  # type: ignore[arg-type]
+    )
+    kappa = float(worst.max_published)
+    target = claim.get("target_kappa")
+    within = None if target is None else bool(kappa <= float(target) + tol.LOSS_ATOL)
+    n_sup = int(table.suppressed.sum())
+    n_sec = int(table.secondary.sum())
+    return canonical(
+        {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "kind": "margins",
+            "library": {"name": LIBRARY_NAME, "version": str(persuasive.__version__)},
+            "claim": dict(claim),
+            "claim_sha256": spec_sha256(claim),
+            "publication": {
+                "keys": list(pub.keys),
+                "count": pub.count,
+                "status_column": STATUS,
+                "sha256": pub.sha256(),
+                "n_cells": int(table.n_cells),
+                "n_suppressed": n_sup,
+                "n_primary": n_sup - n_sec,
+                "n_secondary": n_sec,
+                "n_disclosed": int(sum(c["disclosed"] is True for c in cells)),
+            },
+            "guarantee": {
+                "kappa_published": kappa,
+                "delta": 0.0,
+                "certified": bool(cert.all()),
+                "within_target": within,
+            },
+            "cells": cells,
+            "basis": BASIS,
+            "notes": list(NOTES),
+        }
+    )
