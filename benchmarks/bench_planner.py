@@ -28,8 +28,8 @@ from persuasive.margins import (
     constraint_system,
     plan_suppression,
 )
-from persuasive.margins.classical import determined, disclosure_loss
 from persuasive.margins.constraints import full_incidence
+from persuasive.margins.planning import determined, disclosure_loss
 from persuasive.release.receivers import PoissonReceiver
 
 

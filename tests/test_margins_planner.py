@@ -29,8 +29,8 @@ from persuasive.margins import (
     plan_suppression,
     worst_case_losses,
 )
-from persuasive.margins.classical import determined
 from persuasive.margins.constraints import full_incidence
+from persuasive.margins.planning import determined
 from persuasive.release.receivers import PoissonReceiver, SmallCellReceiver
 
 RC = PoissonReceiver(1.0, 10.0)  # B(0) = 10, B(1) = 7.70, B(2) = 6.09; Prop 8 kappa 5.89

@@ -45,13 +45,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from persuasive import _validation as v
-from persuasive.errors import ValidationError
-from persuasive.margins import dp
-from persuasive.margins.classical import (
+from persuasive.margins.planning import (
+    InfeasiblePlanError,
     Model,
     audit,
     bound_of,
@@ -59,29 +56,16 @@ from persuasive.margins.classical import (
     costs,
     cover_rows,
     covering_bound,
-    determined,
-    disclosure_grid,
     disclosure_loss,
     lower_bound,
 )
-from persuasive.margins.constraints import constraint_system, full_incidence
-from persuasive.margins.posterior import MAX_DP_STATES, MarginPosterior, _best_order, cell_log_grid
+from persuasive.margins.posterior import MAX_DP_STATES
+from persuasive.margins.search import STRATEGIES, _Component, _search, _State
 from persuasive.margins.table import MarginTable
-from persuasive.margins.worst import WorstCaseLosses, _common_prior
-from persuasive.priors.cells import IndependentCellsPrior
+from persuasive.margins.worst import WorstCaseLosses
 from persuasive.results import _json
 
 __all__ = ["InfeasiblePlanError", "SuppressionPlan", "lower_bound", "plan_suppression"]
-
-#: The runs: (moves with the classical partners, larger counts first).
-STRATEGIES = ((False, True), (False, False), (True, True), (True, False))
-#: When a cell is pruned from a large component, parts up to this size are re-tested for the DP.
-PRUNE_CHECK = 256
-
-
-class InfeasiblePlanError(ValidationError):
-    """No pattern the planner reaches meets κ (proven when an exposed entry has nothing left to
-    hide, e.g. a zero total; otherwise the message says a pattern may still exist)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,279 +139,6 @@ class SuppressionPlan:
             notes=list(self.notes),
         )
         return _json(out)
-
-
-@dataclass(eq=False)
-class _Component:
-    cells: NDArray[np.intp]
-    log_pmf: NDArray[np.float64]
-    bounds: NDArray[np.float64]
-
-
-class _State:
-    """One run: flat masks, component labels, exact bounds (nan on large components)."""
-
-    def __init__(self, table: MarginTable, model: Model, args: tuple[Any, ...]) -> None:
-        self.r, self.kappa, self.bnd, self.cost, strategy, self.cache = args
-        self.table, self.model, self.x, self.h = table, model, table.counts.ravel(), table.h
-        A, _ = full_incidence(table)
-        self.A, self.AT = A.tocsr(), sparse.csr_array(A.T)
-        self.sup, self.sec = table.suppressed.ravel().copy(), table.secondary.ravel().copy()
-        self.d = disclosure_loss(model, self.x)
-        self.needy = (self.x < self.r) & (self.d > self.kappa)
-        self.law = None if isinstance(model, IndependentCellsPrior) else _common_prior(model, 1)
-        self.moves, protective = strategy
-        self.rank_cost = np.zeros_like(self.cost) if protective else self.cost
-        self.rank_count = -self.x if protective else self.x
-        cs = constraint_system(table)
-        self.label = np.full(self.x.size, -1, dtype=np.intp)
-        self.label[cs.cells] = cs.labels
-        self.next, self.iterations, self.met_exact = cs.n_components, 0, False
-        self.large: set[int] = set()
-        self.comps: dict[int, _Component] = {}
-        self.bound = np.zeros(self.x.size)
-        self.added: list[int] = []
-
-    def setup(self, max_states: int) -> None:
-        for lab in range(self.next):
-            cells = np.flatnonzero(self.label == lab)
-            self._set(lab, cells, self.evaluate(cells, self.sec, max_states))
-
-    def _set(self, lab: int, cells: NDArray[np.intp], comp: _Component | None) -> None:
-        self.label[cells] = lab
-        if comp is None:
-            self.large.add(lab)
-            self.bound[cells] = math.nan
-        else:
-            self.comps[lab] = comp
-            self.bound[cells] = comp.bounds
-
-    def _row(self, M: Any, i: int) -> NDArray[np.intp]:
-        return np.asarray(M.indices[M.indptr[i] : M.indptr[i + 1]])
-
-    def entries(self, cells: Any) -> NDArray[np.intp]:
-        return np.unique(self.AT[cells].indices)
-
-    def evaluate(self, cells: NDArray[np.intp], sec: Any, max_states: int) -> _Component | None:
-        """Exact bounds of one component by the DP, None if its frontier is too large. Cached
-        by cell set (a suppressed cell's support never changes), across the runs."""
-        key = cells.tobytes()
-        if key in self.cache:
-            return self.cache[key]
-        A = sparse.csr_array(self.A[self.entries(cells)][:, cells])
-        b = (A @ self.x[cells]).astype(np.int64)
-        lo = np.where(sec[cells], self.h, 0).astype(np.int64)
-        cap = np.full(cells.size, np.iinfo(np.int64).max)
-        coo = A.tocoo()
-        np.minimum.at(cap, coo.col, b[coo.row])
-        width = np.where(sec[cells], cap, np.minimum(cap, self.h - 1)) - lo + 1
-        coords = np.array(np.unravel_index(cells, self.table.shape)).reshape(-1, cells.size)
-        order, size = _best_order(A, b - A @ lo, coords)
-        comp = None
-        if size <= max_states:
-            grid = np.arange(int(width.max()))[None, :]
-            if self.law is None:
-                assert isinstance(self.model, IndependentCellsPrior)
-                logw = cell_log_grid(self.model, cells, lo, grid.size)
-            else:
-                logw = self.law.cells[0].logpmf(lo[:, None] + grid)
-            logw[grid >= width[:, None]] = -np.inf
-            lp, lz = dp.component_marginals(A, b, lo, logw, order)
-            if not np.isfinite(lz):
-                raise ValidationError(
-                    "receiver: the prior puts zero mass on every completion of the published "
-                    f"table (cells {cells[:8].tolist()}); widen its support"
-                )
-            s = disclosure_grid(self.model, cells, lo, grid.size)
-            j = (np.arange(cells.size), self.x[cells] - lo)
-            with np.errstate(invalid="ignore"):  # inf - inf = 0: a value of prior mass 0
-                val = np.where(np.isneginf(lp[j]) & np.isinf(s[j]), 0.0, lp[j] + s[j])
-                val = np.where(self.x[cells] < self.r, val, 0.0)
-                ok = np.isfinite(lp) & (lo[:, None] + grid < self.r)
-                pub = np.max(np.where(ok, lp + s, -np.inf), axis=1)
-            if self.bnd == "publication":
-                val = np.maximum(val, np.maximum(pub, 0.0))
-            comp = _Component(cells, lp, val)
-        self.cache[key] = comp
-        return comp
-
-    def failing(self) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.bool_]]:
-        """Failing cells, their priority, and the entries that determine cells."""
-        det, used = determined(self.A, self.x, self.sup, self.sec, self.h)
-        exact = self.sup & ~np.isnan(self.bound)
-        with np.errstate(invalid="ignore"):
-            fail = (exact & (self.bound > self.kappa)) | (self.sup & self.needy & det)
-        return fail, np.where(exact, self.bound, self.d), used
-
-    def reconcile(self, worst: WorstCaseLosses) -> None:
-        """Take which components are exact, and their bounds, from a full audit."""
-        vals, cert = bound_of(worst, self.bnd), worst.certified.ravel()
-        bad = np.unique(self.label[self.sup & ~cert])
-        self.large = {int(b) for b in bad}
-        self.bound = np.where(self.sup & np.isin(self.label, bad), math.nan, vals)
-
-    def posterior(self) -> MarginPosterior:
-        """The exact components' posteriors as one MarginPosterior (large ones "skipped")."""
-        cells = np.flatnonzero(self.sup)
-        labs, comp = np.unique(self.label[cells], return_inverse=True)
-        width = max([c.log_pmf.shape[1] for c in self.comps.values()] + [self.h])
-        log_pmf = np.full((cells.size, width), -np.inf)
-        for c in (self.comps[int(lab)] for lab in labs if int(lab) in self.comps):
-            log_pmf[np.searchsorted(cells, c.cells), : c.log_pmf.shape[1]] = c.log_pmf
-        methods = tuple("skipped" if int(lab) in self.large else "exact-dp" for lab in labs)
-        err = np.where(np.isin(self.label[cells], list(self.large)), math.nan, 0.0)
-        lo = np.where(self.sec[cells], self.h, 0).astype(np.int64)
-        return MarginPosterior(cells, lo, log_pmf, comp, methods, err, np.full(labs.size, np.nan))
-
-    def closure(self, w: int, c: int, sup: Any, sec: Any) -> list[int]:
-        """``c`` and the partners the classical rule then adds around ``w`` and the new cells
-        (each of their entries holding one suppressed cell gets its first released cell)."""
-        move, queue = [c], [w, c]
-        sup[c] = sec[c] = True
-        while queue:
-            for e in self._row(self.AT, queue.pop()):
-                free = self._row(self.A, int(e))
-                if np.count_nonzero(sup[free]) == 1 and not sup[free].all():
-                    free = free[~sup[free]]
-                    p = int(
-                        free[np.lexsort((free, self.rank_count[free], self.rank_cost[free]))[0]]
-                    )
-                    sup[p] = sec[p] = True
-                    move.append(p)
-                    queue.append(p)
-        return move
-
-    def merged(self, move: list[int]) -> NDArray[np.intp]:
-        """The component the cells of ``move`` would form with their neighbours'."""
-        near = self.label[self.A[self.entries(move)].indices]
-        return np.union1d(np.flatnonzero(np.isin(self.label, near[near >= 0])), move)
-
-    def try_cell(self, c: int, w: int, max_states: int | None) -> tuple[Any, ...]:
-        """Hide ``c`` tentatively: (key or None if the DP is needed and ``max_states`` is
-        None, move, merged component, its exact bounds, evaluated); smaller keys win."""
-        sup, sec = self.sup.copy(), self.sec.copy()
-        labs = self.label[self.A[self._row(self.AT, c)].indices]
-        on_large = any(int(t) in self.large for t in labs)
-        self.met_exact |= not on_large
-        if self.moves and not on_large:
-            move = self.closure(w, c, sup, sec)
-        else:
-            move = [c]
-            sup[c] = sec[c] = True
-        det, _ = determined(self.A, self.x, sup, sec, self.h)
-        n_det, w_det = int((det & self.needy).sum()), bool(det[w])
-        near = self.label[self.A[self.entries(move)].indices]
-        cost = float(self.cost[move].sum())
-        if any(int(t) in self.large for t in near[near >= 0]):  # the structural test only
-            key = (3, cost, n_det) if not w_det else (4, n_det, cost)
-            return key, move, None, None, True
-        merged = self.merged(move)
-        if w_det:  # w stays determined: its bound is D(x_w) whatever else; no DP yet
-            return (2, float(self.d[w]), n_det, merged.size, cost), move, merged, None, False
-        if max_states is None:
-            return None, move, merged, (cost, merged.size), False
-        comp = self.evaluate(merged, sec, max_states)
-        if comp is None:
-            return (3, cost, n_det), move, merged, None, True
-        lw = float(comp.bounds[np.searchsorted(merged, w)])
-        n_bad = int(np.count_nonzero(comp.bounds > self.kappa))
-        if lw <= self.kappa:
-            return (0, cost, n_bad, merged.size, n_det), move, merged, comp, True
-        return (2, lw, cost, n_bad, merged.size), move, merged, comp, True
-
-    def step(self, w: int, open_e: Any, n_try: int, max_states: int) -> None:
-        """Add the best move for the failing cell ``w`` (module docstring, steps 2-3)."""
-        comp_w = np.flatnonzero(self.label == self.label[w])
-        ents_w, ents_c = self._row(self.AT, w), self.entries(comp_w)
-        # the entries determining w, else its component's, else all its component's entries
-        for focus in (ents_w[open_e[ents_w]], ents_c[open_e[ents_c]], ents_c):
-            cand = np.unique(self.A[focus].indices)
-            cand = cand[~self.sup[cand]]
-            if cand.size:
-                break
-        if cand.size == 0:
-            where = tuple(int(i) for i in np.unravel_index(w, self.table.shape))
-            raise InfeasiblePlanError(
-                f"cell {where} (count {int(self.x[w])}) keeps a loss above kappa = "
-                f"{self.kappa:g} with every cell of the entries that could protect it hidden"
-            )
-        n_open = np.asarray(self.AT[cand] @ open_e.astype(np.int64))
-        anchor = np.asarray(self.AT[cand] @ (self.A @ self.sup.astype(np.int64) > 0))
-        keys = (cand, self.rank_count[cand], -anchor, -n_open, self.rank_cost[cand])
-        cand = cand[np.lexsort(keys)]
-        best: tuple[Any, ...] | None = None
-        pending = []
-        for rank, c in enumerate(cand[:n_try]):  # keys without a DP first
-            key, *rest = self.try_cell(int(c), w, None)
-            if key is None:
-                pending.append((rest[2], rank, int(c)))
-            elif best is None or (*key, rank) < best[0]:
-                best = ((*key, rank), *rest)
-        for _, rank, c in sorted(pending):  # then the DP, cheapest and smallest first
-            key, *rest = self.try_cell(c, w, max_states)
-            if best is None or (*key, rank) < best[0]:
-                best = ((*key, rank), *rest)
-            if key[0] == 0:
-                break  # the cheapest move bringing w within kappa
-        assert best is not None
-        _, move, merged, comp, evaluated = best
-        merged = self.merged(move) if merged is None else merged
-        self.sup[move] = self.sec[move] = True
-        if not evaluated:
-            comp = self.evaluate(merged, self.sec, max_states)
-        for t in np.unique(self.label[merged]):
-            self.large.discard(int(t))
-            self.comps.pop(int(t), None)
-        self._set(self.next, merged, comp)
-        self.next += 1
-        self.added.extend(move)
-
-    def prune(self, max_states: int) -> None:
-        """Reverse delete: drop added cells (dearest, then latest first) whose removal keeps
-        every exact component within κ and no needy cell determined."""
-        for c in sorted(reversed(self.added), key=lambda j: -self.cost[j]):
-            lab, was_large = int(self.label[c]), int(self.label[c]) in self.large
-            sup, sec = self.sup.copy(), self.sec.copy()
-            sup[c] = sec[c] = False
-            if np.any(determined(self.A, self.x, sup, sec, self.h)[0] & self.needy):
-                continue
-            rest = np.flatnonzero(self.label == lab)
-            rest = rest[rest != c]
-            lab_r = np.zeros(0, np.intp)
-            if rest.size:
-                _, lab_r = csgraph.connected_components(self.AT[rest] @ self.AT[rest].T)
-            parts = [rest[lab_r == k] for k in np.unique(lab_r)]
-            comps = [
-                None if was_large and p.size > PRUNE_CHECK else self.evaluate(p, sec, max_states)
-                for p in parts
-            ]
-            if any(
-                (q is None and not was_large) or (q is not None and np.any(q.bounds > self.kappa))
-                for q in comps
-            ):
-                continue
-            self.sup, self.sec = sup, sec
-            self.label[c], self.bound[c] = -1, 0.0
-            self.comps.pop(lab, None)
-            self.large.discard(lab)
-            for p, q in zip(parts, comps, strict=True):
-                self._set(self.next, p, q)
-                self.next += 1
-
-
-def _search(st: _State, cap: int, n_try: int, max_states: int) -> None:
-    """Greedy steps until no cell fails."""
-    while True:
-        fail, pri, open_e = st.failing()
-        if not fail.any():
-            return
-        if st.iterations >= cap:
-            raise InfeasiblePlanError(
-                f"max_iter = {cap} steps reached with {int(fail.sum())} cells above kappa = "
-                f"{st.kappa:g}; raise max_iter or kappa"
-            )
-        st.step(int(np.argmax(np.where(fail, pri, -np.inf))), open_e, n_try, max_states)
-        st.iterations += 1
 
 
 def plan_suppression(
