@@ -131,7 +131,7 @@ def test_large_table_runs_and_is_normalised():
 
 
 def _smith_diagonal(M):
-    sympy = pytest.importorskip("sympy")
+    import sympy  # a test dependency (pyproject [test]): never skipped
     from sympy.matrices.normalforms import smith_normal_form
 
     D = smith_normal_form(sympy.Matrix(M.tolist()), domain=sympy.ZZ)

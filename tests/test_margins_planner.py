@@ -283,3 +283,23 @@ def test_bad_table_and_receiver():
         classical_pattern([[1, 2]])  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="objective must be one of"):
         lower_bound(t, "sum")
+
+
+def test_large_component_leaves_no_needy_cell_to_the_lp_attacker():
+    """On a component too large for the exact DP the planner only has a structural test; its
+    final check asks the LP attacker (an independent oracle) and protects what it pins."""
+    from persuasive.margins import attacker_intervals
+    from persuasive.margins.planning import disclosure_loss
+
+    rng = np.random.default_rng(2026)
+    counts = rng.poisson(12.0, (100, 100))
+    small = rng.random((100, 100)) < 0.05
+    counts = np.where(small, rng.integers(0, 3, (100, 100)), np.maximum(counts, 3))
+    t = MarginTable(counts, h=3, margins="rows,cols")
+    rc = PoissonReceiver(1, 10)
+    plan = plan_suppression(t, rc, 6.0, mcmc_audit=False)
+    assert not plan.certified and plan.uncertified_cells.size > 0
+    att = attacker_intervals(plan.table)
+    pinned = att.cells[att.exposed]
+    x = t.counts.ravel()[pinned]
+    assert not np.any((x < 3) & (disclosure_loss(rc, x) > 6.0))

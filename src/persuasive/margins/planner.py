@@ -47,6 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from persuasive import _validation as v
+from persuasive.margins.attack import attacker_intervals
 from persuasive.margins.planning import (
     InfeasiblePlanError,
     Model,
@@ -66,6 +67,10 @@ from persuasive.margins.worst import WorstCaseLosses
 from persuasive.results import _json
 
 __all__ = ["InfeasiblePlanError", "SuppressionPlan", "lower_bound", "plan_suppression"]
+
+
+#: Rounds of the LP attacker check on large components in the final audit.
+LP_ROUNDS: int = 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,16 +273,34 @@ def plan_suppression(
 def _verify(
     st: _State, cap: int, n_try: int, max_states: int, rng: Any, mcmc_audit: bool
 ) -> WorstCaseLosses:
-    """Audit the whole final table; resume the search on any exact cell above κ."""
+    """Audit the whole final table; resume the search on any exact cell above κ, and (up to
+    ``LP_ROUNDS`` times) on any needy cell of a large component the LP attacker pins down."""
     t = st.table
+    rounds = 0
     while True:
         cur = t.with_suppressed(st.sup.reshape(t.shape), st.sec.reshape(t.shape))
-        post = st.posterior() if st.large and not mcmc_audit else None
+        # the chain runs once, at the end: the rounds below only need the exact components
+        post = st.posterior() if st.large else None
         worst = audit(cur, st.model, st.r, max_states=max_states, rng=rng, posterior=post)
         st.reconcile(worst)
-        if not st.failing()[0].any():
-            return worst
+        if st.failing()[0].any():
+            _search(st, cap, n_try, max_states)
+            continue
+        if not st.large or rounds >= LP_ROUNDS:
+            break
+        # large components pass only a structural test: let the LP attacker look for needy
+        # cells the published table pins down, and protect them too
+        rounds += 1
+        att = attacker_intervals(cur)
+        pinned = att.cells[att.exposed]
+        pinned = pinned[st.needy[pinned] & np.isnan(st.bound[pinned])]
+        if pinned.size == 0:
+            break
+        st.lp_det[pinned] = True
         _search(st, cap, n_try, max_states)
+    if st.large and mcmc_audit:
+        worst = audit(cur, st.model, st.r, max_states=max_states, rng=rng)
+    return worst
 
 
 def _result(

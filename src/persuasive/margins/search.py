@@ -66,6 +66,8 @@ class _State:
         self.comps: dict[int, _Component] = {}
         self.bound = np.zeros(self.x.size)
         self.added: list[int] = []
+        #: needy cells the LP attacker pinned at the last final check (cleared by every step)
+        self.lp_det = np.zeros(self.x.size, dtype=bool)
 
     def setup(self, max_states: int) -> None:
         for lab in range(self.next):
@@ -135,7 +137,9 @@ class _State:
         det, used = determined(self.A, self.x, self.sup, self.sec, self.h)
         exact = self.sup & ~np.isnan(self.bound)
         with np.errstate(invalid="ignore"):
-            fail = (exact & (self.bound > self.kappa)) | (self.sup & self.needy & det)
+            fail = (exact & (self.bound > self.kappa)) | (
+                self.sup & self.needy & (det | self.lp_det)
+            )
         return fail, np.where(exact, self.bound, self.d), used
 
     def reconcile(self, worst: WorstCaseLosses) -> None:
@@ -216,6 +220,7 @@ class _State:
 
     def step(self, w: int, open_e: Any, n_try: int, max_states: int) -> None:
         """Add the best move for the failing cell ``w`` (module docstring, steps 2-3)."""
+        self.lp_det[:] = False  # re-checked by the LP attacker at the next final audit
         comp_w = np.flatnonzero(self.label == self.label[w])
         ents_w, ents_c = self._row(self.AT, w), self.entries(comp_w)
         # the entries determining w, else its component's, else all its component's entries
