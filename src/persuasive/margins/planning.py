@@ -24,7 +24,12 @@ from persuasive.margins.posterior import (
     posterior_marginals,
 )
 from persuasive.margins.table import MarginTable
-from persuasive.margins.worst import WorstCaseLosses, surprise, worst_case_losses
+from persuasive.margins.worst import (
+    WorstCaseLosses,
+    posterior_fields,
+    surprise,
+    worst_case_losses,
+)
 from persuasive.priors.cells import IndependentCellsPrior
 from persuasive.release.receivers import (
     NegativeBinomialReceiver,
@@ -134,21 +139,12 @@ def audit(
         ]
     if posterior is not None and posterior.cells.size:
         c, lp = posterior.cells, posterior.log_pmf
-        ex = np.array([m == "exact-dp" for m in posterior.methods], bool)[posterior.component]
-        grid = posterior.lo[:, None] + np.arange(lp.shape[1])[None, :]
         s_grid = disclosure_grid(model, c, posterior.lo, lp.shape[1])
-        lp_true, s_true = posterior.log_prob_of(x[c]), d[c]
-        with np.errstate(invalid="ignore"):
-            val_log = np.where(np.isinf(s_true) & np.isneginf(lp_true), 0.0, lp_true + s_true)
-            pub_x = np.max(np.where(np.isfinite(lp) & (grid < r), lp + s_grid, -np.inf), axis=1)
-        val = np.where(x[c] < r, val_log, 0.0)
+        ex, val, upper[c], lower[c], pub[c], log_up[c] = posterior_fields(
+            posterior, x, r, table.h, d[c], s_grid
+        )
         small = x[c] < r
-        fall = np.where(x[c] < table.h, np.max(s_grid[:, :r], axis=1), 0.0)
-        upper[c] = np.where(ex, val, np.where(small, s_true, 0.0))
-        lower[c] = np.where(ex, val, 0.0)
         est[c] = np.where(np.isfinite(lp).any(axis=1), val, math.nan)  # nan: not computed
-        pub[c] = np.where(ex, np.maximum(pub_x, 0.0), fall)
-        log_up[c] = np.where(ex, val_log, s_true)
         disclosed[c], certified[c] = posterior.disclosed, ex
         if not isinstance(model, IndependentCellsPrior):
             witness[c] = np.where(small, surprise(model, x[c])[1], math.nan)

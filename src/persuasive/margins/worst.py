@@ -76,7 +76,7 @@ from persuasive.release.receivers import (
     kappa_of,
 )
 
-__all__ = ["WorstCaseLosses", "meets", "surprise", "worst_case_losses"]
+__all__ = ["WorstCaseLosses", "meets", "posterior_fields", "surprise", "worst_case_losses"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,6 +183,39 @@ def _check(table: Any, receiver: Any, r: Any) -> int:
     return table.h if r is None else v.integer("r", r, low=1, high=table.h)
 
 
+def posterior_fields(
+    post: MarginPosterior,
+    x: NDArray[np.int64],
+    r: int,
+    h: int,
+    s_true: NDArray[np.float64],
+    s_grid: NDArray[np.float64],
+) -> tuple[NDArray[Any], ...]:
+    r"""Per suppressed cell of ``post``: ``(exact, value, upper, lower, published, log)``.
+
+    ``s_true`` is the disclosure loss :math:`-\log q(x_i)` (or its sup :math:`B(x_i)`) of each
+    cell at its true value, ``s_grid[k, j]`` the same at value ``post.lo[k] + j``. On an exact
+    component the loss is :math:`\log\Pi_i(x_i) + s(x_i)` below r (∞ − ∞ = 0), its publication
+    bound the maximum over possible values below r; on an MCMC component the proven fallbacks
+    (:math:`\Pi \le 1`) are ``s_true`` and the largest ``s_grid`` below r.
+    """
+    c, lp = post.cells, post.log_pmf
+    ex = np.array([m == "exact-dp" for m in post.methods], dtype=bool)[post.component]
+    grid = post.lo[:, None] + np.arange(lp.shape[1])[None, :]
+    lp_true = post.log_prob_of(x[c])
+    with np.errstate(invalid="ignore"):
+        log_val = np.where(np.isinf(s_true) & np.isneginf(lp_true), 0.0, lp_true + s_true)
+        pub_x = np.max(np.where(np.isfinite(lp) & (grid < r), lp + s_grid, -np.inf), axis=1)
+    small = x[c] < r
+    val = np.where(small, log_val, 0.0)
+    fall = np.where(x[c] < h, np.max(s_grid[:, :r], axis=1), 0.0)  # primaries start at 0
+    upper = np.where(ex, val, np.where(small, s_true, 0.0))
+    lower = np.where(ex, val, 0.0)
+    pub = np.where(ex, np.maximum(pub_x, 0.0), fall)
+    log_up = np.where(ex, log_val, s_true)
+    return ex, val, upper, lower, pub, log_up
+
+
 def worst_case_losses(
     table: MarginTable,
     receiver: Receiver,
@@ -250,27 +283,14 @@ def worst_case_losses(
             table, _common_prior(receiver, n), method=method, max_states=max_states, rng=rng
         )
         cells = post.cells
-        exact_comp = np.array([m == "exact-dp" for m in post.methods], dtype=bool)
-        ex = exact_comp[post.component] if post.methods else np.zeros(0, dtype=bool)
+        grid = post.lo[:, None] + np.arange(post.log_pmf.shape[1])[None, :]
+        ex, val, upper[cells], lower[cells], pub[cells], log_up[cells] = posterior_fields(
+            post, x, r_, table.h, b_x[cells], surprise(receiver, grid)[0]
+        )
         certified[cells] = ex
         disclosed[cells] = post.disclosed
-        lp_true = post.log_prob_of(x[cells])
-        val = np.where(x[cells] < r_, lp_true + b_x[cells], 0.0)
-        log_val = lp_true + b_x[cells]
-        grid = post.lo[:, None] + np.arange(post.log_pmf.shape[1])[None, :]
-        b_grid, _ = surprise(receiver, grid)
-        possible = np.isfinite(post.log_pmf) & (grid < r_)
-        with np.errstate(invalid="ignore"):
-            pub_exact = np.max(np.where(possible, post.log_pmf + b_grid, -math.inf), axis=1)
-        below = np.arange(r_)
-        pub_bound = float(surprise(receiver, below)[0].max())  # Π ≤ 1, any value below r
-        prim = x[cells] < table.h
-        pub[cells] = np.where(ex, np.maximum(pub_exact, 0.0), np.where(prim, pub_bound, 0.0))
         est[cells] = val
-        b_cap = np.where(x[cells] < r_, b_x[cells], 0.0)
-        upper[cells] = np.where(ex, val, b_cap)
-        lower[cells] = np.where(ex, val, 0.0)
-        log_up[cells] = np.where(ex, log_val, b_x[cells])
+        prim = x[cells] < table.h
         witness[cells] = np.where(x[cells] < r_, mu_x[cells], math.nan)
         if isinstance(receiver, SmallCellReceiver):
             inf_ = np.where(x[cells] < r_, math.inf, 0.0)
