@@ -1,6 +1,6 @@
 """Prop 5 (Bon et al. 2026): persuasive privacy is not closed under sender post-processing.
 
-The explicit counterexample of MATH.md §5 [RECON, CHECK]: datasets {0, 1} (neighbours), outputs
+The explicit counterexample of docs/math.md §5 [RECON, CHECK]: datasets {0, 1} (neighbours), outputs
 (A, B, C, A', B', C'), ε = 1, δ = 0.05, p = 0.2, p_b = p e^{-0.9}, r = (1 - δ - p - p_b)/2.
 
 * M is (1, 0.05)-PDP: the loss is +∞ on A (probability 0.05) and 0.9 on B.

@@ -1,4 +1,4 @@
-"""Audits (found lower bounds on κ) against values computed another way (MATH.md §5-§9, §12)."""
+"""Audits (found lower bounds on κ) against values computed another way (docs/math.md §5-§12)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from persuasive.audit.core import clopper_pearson_rank, tail_quantile
 from persuasive.audit.gaussian_search import batch_marginal_loss
 from persuasive.audit.small_cell import cell_losses
 
-# ---------------------------------------------------------------- Prop 7 (MATH.md §8, §12)
+# ---------------------------------------------------------------- Prop 7 (docs/math.md §8, §12)
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def test_prop7_audit_reaches_sharp_bound(r1: float, r2: float, n: int, target: f
 
 
 def test_prop7_sharp_witnesses_of_math_md() -> None:
-    """The two sharp witnesses of MATH.md §12, evaluated by the batched closed form."""
+    """The two sharp witnesses of docs/math.md §12, evaluated by the batched closed form."""
     got = batch_marginal_loss([[0.0, 0.0]], [np.diag([3.0, 1.0])], [2.0, 0.0]).max()
     assert got == pytest.approx(2.3862943611, abs=1e-10)
     x5 = [2 * math.sqrt(2), 0, 0, 0, 0]
@@ -67,7 +67,7 @@ def test_prop7_specific_coordinate_and_validation() -> None:
         pp.audit(pp.ExactMean(), d.with_kappa(1.0), x=[1.0])
 
 
-# ---------------------------------------------------------------- Prop 8 (MATH.md §9)
+# ---------------------------------------------------------------- Prop 8 (docs/math.md §9)
 
 
 def test_prop8_poisson_value_and_sharp_audit() -> None:
@@ -93,7 +93,7 @@ def test_prop8_threshold_below_r_is_unbounded() -> None:
     assert any("without bound" in n for n in a.notes)
 
 
-# ---------------------------------------------------------------- Prop 6, finite (MATH.md §6)
+# ---------------------------------------------------------------- Prop 6, finite (docs/math.md §6)
 
 
 @pytest.mark.parametrize(("eps0", "k"), [(1.0, 2), (2.0, 4), (0.5, 3)])
@@ -107,7 +107,7 @@ def test_rr_exact_quantiles(eps0: float, k: int) -> None:
 
 
 def test_prop5_counterexample_mass_exactly_delta() -> None:
-    """MATH.md §5: a loss of +inf with mass exactly δ = 0.05 is not a violation at δ."""
+    """docs/math.md §5: a loss of +inf with mass exactly δ = 0.05 is not a violation at δ."""
     p, dl, eps = 0.2, 0.05, 1.0
     pb = p * math.exp(-0.9 * eps)
     r = (1 - dl - p - pb) / 2
@@ -168,7 +168,7 @@ def test_finite_class_against_brute_force() -> None:
     assert pp.audit(k, d).kappa == pytest.approx(best, abs=1e-12)
 
 
-# ---------------------------------------------------------------- Monte Carlo (MATH.md §6)
+# ---------------------------------------------------------------- Monte Carlo (docs/math.md §6)
 
 
 def test_gaussian_mc_below_and_close_to_closed_form() -> None:
@@ -184,7 +184,7 @@ def test_gaussian_mc_below_and_close_to_closed_form() -> None:
 
 def test_laplace_mc_continuous_part() -> None:
     b, delta = 1.0, 0.6
-    closed = 1 / b + 2 * math.log(2 * (1 - delta))  # MATH.md §6, inverted
+    closed = 1 / b + 2 * math.log(2 * (1 - delta))  # docs/math.md §6, inverted
     a = pp.audit(pp.LaplaceMechanism(b), pp.probabilistic_dp(0.1, delta), rng=2)
     assert a.kappa <= closed and a.kappa > closed - 0.03
 
@@ -194,7 +194,7 @@ def test_mc_delta_zero_reports_observed_maximum() -> None:
     assert 2.0 < a.kappa < 6.0 and not a.holds
 
 
-# ---------------------------------------------------------------- PPE (MATH.md §7)
+# ---------------------------------------------------------------- PPE (docs/math.md §7)
 
 
 def test_ppe_rr_kl_exact() -> None:

@@ -1,7 +1,7 @@
 """A found lower bound never exceeds a proven upper bound: audit.kappa <= certify(...).kappa.
 
 Random instances (seeded) of every theorem the audits cover. Each audit is also compared with the
-closed form of MATH.md §6-§9 computed here independently, so the test is meaningful without
+closed form of docs/math.md §6-§9 computed here independently, so the test is meaningful without
 ``persuasive.certify``.
 """
 

@@ -17,7 +17,7 @@ def _random_cov(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def test_exact_mean_posterior_matches_closed_form_of_math_md() -> None:
-    # MATH.md §8: m = μ + n s (x̄ − μ̄)/S_tot, V = Σ − s sᵀ / S_tot, computed independently.
+    # docs/math.md §8: m = μ + n s (x̄ − μ̄)/S_tot, V = Σ − s sᵀ / S_tot, computed independently.
     rng = np.random.default_rng(1)
     n = 5
     mu, cov = rng.normal(size=n), _random_cov(rng, n)
@@ -32,7 +32,7 @@ def test_exact_mean_posterior_matches_closed_form_of_math_md() -> None:
 
 
 def test_degenerate_conditioning_is_limit_of_noisy_update() -> None:
-    # MATH.md §8: the exact-release posterior is the R -> 0 limit of the Gaussian-noise update.
+    # docs/math.md §8: the exact-release posterior is the R -> 0 limit of the Gaussian-noise update.
     rng = np.random.default_rng(2)
     n = 4
     mu, cov = rng.normal(size=n), _random_cov(rng, n)

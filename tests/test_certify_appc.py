@@ -1,4 +1,4 @@
-"""App. C (PPE) certificates against quadrature, the q -> 0 limit and MATH.md §7 values."""
+"""App. C (PPE) certificates against quadrature, the q -> 0 limit and docs/math.md §7 values."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_closed_forms_against_quadrature(mech, risk):
 
 
 def _q_limit(mech, risk, q=1e-7):
-    """E_x[phi(Delta_q)] with Delta_q = -log(q + (1 - q) e^{-l}) by quadrature (MATH.md §6-7)."""
+    """E_x[phi(Delta_q)], Delta_q = -log(q + (1 - q) e^{-l}), by quadrature (docs/math.md §6-7)."""
     lp, lq, lim = _logdensities(mech)
 
     def delta_q(t):

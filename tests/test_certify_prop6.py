@@ -23,7 +23,7 @@ def delta_of(mech: pp.Mechanism, eps: float, priors: pp.NeighbourPriors | None =
     return find_theorem(mech, d).delta_at(mech, d, eps)
 
 
-# MATH.md §6 table (independent reference computation)
+# docs/math.md §6 table (independent reference computation)
 TABLE = [
     (pp.GaussianMechanism(1.0), 1.0, 0.30853754),
     (pp.GaussianMechanism(1.0), 2.0, 0.06680720),

@@ -1,4 +1,4 @@
-"""Prop 7 and Prop 8 certificates against closed-form and enumerated losses (MATH.md §8-9)."""
+"""Prop 7 and Prop 8 certificates against closed-form and enumerated losses (docs/math.md §8-9)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_prop7_holds_and_linear_statistic():
 
 
 def test_prop7_attained_sharp_examples():
-    # MATH.md §8: Sigma = diag(3, 1), x = (2, 0), r = (1, 4) attains 1 + log 4
+    # docs/math.md §8: Sigma = diag(3, 1), x = (2, 0), r = (1, 4) attains 1 + log 4
     q = pp.GaussianPrior([0.0, 0.0], [3.0, 1.0])
     loss = pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), [2.0, 0.0])
     assert loss == pytest.approx(pp.certify(pp.ExactMean(), _prop7(1.0, 4.0)).kappa, abs=1e-9)
@@ -143,7 +143,7 @@ def test_prop8_sharp_boundary_prior():
 
 
 def test_prop8_no_guarantee():
-    # h_M < r: a released cell h <= x < r has loss -log q(x) (MATH.md §9 check)
+    # h_M < r: a released cell h <= x < r has loss -log q(x) (docs/math.md §9 check)
     pmf = stats.poisson(4).pmf(np.arange(100))
     assert max(_cell_losses(pmf, 3, 5, 8)) == pytest.approx(1.632876, abs=1e-6)
     cert = pp.certify(pp.CellSuppression(3), _prop8(3, 0.2, r=5))

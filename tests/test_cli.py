@@ -1,6 +1,6 @@
 """Tests of the ``persuasive`` command line: exit codes, JSON output and one-line errors.
 
-The certified values are checked against closed forms computed here with scipy (MATH.md §6–9),
+The certified values are checked against closed forms computed here with scipy (docs/math.md §6–9),
 not against the library's own output.
 """
 

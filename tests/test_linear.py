@@ -19,7 +19,7 @@ def ar1(n: int, r: float) -> np.ndarray:
 
 
 def test_prop7_numbers_as_mean():
-    # MATH.md §12: tight cases (sup over x) and the two fixed-x losses
+    # docs/math.md §12: tight cases (sup over x) and the two fixed-x losses
     an = analyse([0.0, 0.0], np.diag([3.0, 1.0]), [[0.5, 0.5]])
     assert an.kappa(1.0).max() == pytest.approx(1 + math.log(4), abs=1e-10)
     assert an.marginal_loss([2.0, 0.0]).max() == pytest.approx(2.3862943611, abs=1e-9)

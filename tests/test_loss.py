@@ -14,7 +14,7 @@ import persuasive as pp
 
 
 def _marginal_closed_form(mu: np.ndarray, cov: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """MATH.md §8: Δ_i = −log(1−ρ_i²) + z_i² − (z_i − ρ_i w)²/(1−ρ_i²)."""
+    """docs/math.md §8: Δ_i = −log(1−ρ_i²) + z_i² − (z_i − ρ_i w)²/(1−ρ_i²)."""
     n = mu.size
     sd = np.sqrt(np.diag(cov))
     s = cov.sum(axis=1)
@@ -40,7 +40,7 @@ def test_prop7_sharp_witnesses(cov: np.ndarray, x: np.ndarray, expected: float) 
 
 
 def test_prop7_reference_values_of_math_md() -> None:
-    # AR(1)(0.3), n = 5 (MATH.md §12): 0.6816898533.
+    # AR(1)(0.3), n = 5 (docs/math.md §12): 0.6816898533.
     sds = np.array([1, 1.5, 2, 1, 0.5])
     phi = 0.3 ** np.abs(np.subtract.outer(np.arange(5), np.arange(5)))
     q = pp.GaussianPrior([1, -2, 0.5, 3, 0], np.outer(sds, sds) * phi)
@@ -71,7 +71,7 @@ def test_marginal_dss_loss_matches_closed_form(n: int, seed: int) -> None:
 
 @given(st.floats(1e-6, 1 - 1e-6), st.floats(0.1, 5.0), st.integers(0, 1), st.floats(-3, 3))
 def test_two_point_log_loss_formula(q: float, sigma: float, xp_side: int, t: float) -> None:
-    # MATH.md §6: Δ_q = −log(q + (1−q) e^{−ℓ}), ℓ = log m(x,t) − log m(x',t).
+    # docs/math.md §6: Δ_q = −log(q + (1−q) e^{−ℓ}), ℓ = log m(x,t) − log m(x',t).
     x, xp = 0.0, (1.0 if xp_side else -1.0)
     prior = pp.TwoPointPrior(x, xp, q)
     m = pp.GaussianMechanism(sigma)
@@ -109,7 +109,7 @@ def test_log_score_of_exact_release_of_a_gaussian_prior_is_infinite() -> None:
 
 
 def test_cell_suppression_log_loss_is_minus_log_mass_below_h() -> None:
-    # Log score on a product prior: suppressed cells contribute −log Q(X_i < h) (MATH.md §9).
+    # Log score on a product prior: suppressed cells contribute −log Q(X_i < h) (docs/math.md §9).
     prior = pp.IndependentCellsPrior([stats.poisson(4), stats.poisson(4)])
     got = pp.relative_loss(pp.LogScore(), prior, pp.CellSuppression(3), [1, 2])
     assert got == pytest.approx(-2 * math.log(stats.poisson(4).cdf(2)))

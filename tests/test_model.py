@@ -162,7 +162,7 @@ def test_gaussian_mean_class_membership_against_hand_computation() -> None:
     assert g.contains(q, [2.0, 0.0])  # w² = 1 = r1
     assert not g.contains(q, [2.1, 0.0])
     assert not pp.GaussianMeanClass(1.0, 3.9).contains(q, [2.0, 0.0])
-    # σ read as sds (MATH.md §8): with the variance reading diag(3, 1) would need r2 >= 10.
+    # σ read as sds (docs/math.md §8): with the variance reading diag(3, 1) would need r2 >= 10.
     assert pp.GaussianMeanClass(1.0, 4.0).kappa == pytest.approx(1 + math.log(4))
 
 

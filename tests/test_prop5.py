@@ -1,4 +1,4 @@
-"""The Prop 5 counterexample (MATH.md §5): delta(1) is 0.05 for M, 0.25 for MK, 0.05 for M⊗K."""
+"""The Prop 5 counterexample (docs/math.md §5): δ(1) is 0.05 for M, 0.25 for MK, 0.05 for M⊗K."""
 
 from __future__ import annotations
 

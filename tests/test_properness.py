@@ -1,4 +1,4 @@
-"""check_properness: proper scores pass, the small-cell score L^r is flagged (MATH.md §9)."""
+"""check_properness: proper scores pass, the small-cell score L^r is flagged (docs/math.md §9)."""
 
 from __future__ import annotations
 

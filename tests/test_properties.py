@@ -1,4 +1,4 @@
-"""Axioms of the framework as property tests (DESIGN.md rule 9).
+"""Axioms of the framework as property tests (docs/architecture.md, rule 9).
 
 A larger prior class never lowers the worst case; nested classes give nested guarantees;
 𝓗 and 𝓗_x give the same guarantee (Prop 6).

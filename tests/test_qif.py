@@ -79,7 +79,7 @@ def test_capacity_is_the_largest_leakage_over_priors(kernel: pp.FiniteKernel) ->
 
 @pytest.mark.parametrize("kernel", KERNELS[:3])
 def test_mutual_information_is_the_averaged_log_score_relative_loss(kernel) -> None:
-    """App. D.1 / MATH.md §7: E_{x~Q} E_{T~M(x)} Δ_L(Q, T, x) = I_Q(X; T)."""
+    """App. D.1 / docs/math.md §7: E_{x~Q} E_{T~M(x)} Δ_L(Q, T, x) = I_Q(X; T)."""
     k = kernel.n_inputs
     pi = np.arange(k, 0, -1) / (k * (k + 1) / 2)  # k, k-1, ..., 1 normalised
     prior = pp.DiscretePrior(np.arange(k), pi)

@@ -31,7 +31,7 @@ def _frame(counts: list[int], **extra: list[object]) -> pl.DataFrame:
 
 
 def _cell_loss(x: int, h: int, r: int, q: object) -> float:
-    """MATH.md §9 per-value Δ under prior q: −log q(x) + log(q(x)/Q(X<h)) for x < r, else 0."""
+    """docs/math.md §9 per-value Δ under prior q: −log q(x) + log(q(x)/Q(X<h)) for x < r, else 0."""
     if x >= r:
         return 0.0
     qx, below = float(q.pmf(x)), float(q.cdf(h - 1))  # type: ignore[attr-defined]
@@ -72,7 +72,7 @@ def test_losses_match_the_engine_relative_loss_cell_by_cell() -> None:
             rel = release_table(_frame(counts), keys="area", count="n", h=h, receiver=rc, r=r)
             q = pp.IndependentCellsPrior([rc.worst_prior(h)])
             m, score = pp.CellSuppression(h), pp.SmallCellLogScore(r=r)
-            # a released count outside the worst prior's support has loss 0 (MATH.md §9)
+            # a released count outside the worst prior's support has loss 0 (docs/math.md §9)
             engine = [
                 pp.relative_loss(score, q, m, [c]) if q.cell_logpmf(0, c) > -np.inf else 0.0
                 for c in counts

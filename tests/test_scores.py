@@ -48,7 +48,7 @@ def _brute_interval(points: list[float], probs: list[float], s: float) -> tuple[
 @pytest.mark.parametrize(("mu", "var", "s"), [(0.0, 1.0, 1.0), (3.0, 0.25, 0.2), (-2.0, 9.0, 5.0)])
 def test_interval_gaussian_closed_form_and_grid(mu: float, var: float, s: float) -> None:
     a, b = pp.IntervalScore(s).bayes_act(pp.GaussianPrior([mu], [[var]]))
-    assert a == pytest.approx(mu - s / 2, abs=1e-12)  # MATH.md §2: symmetric unimodal
+    assert a == pytest.approx(mu - s / 2, abs=1e-12)  # docs/math.md §2: symmetric unimodal
     assert b - a == pytest.approx(s)
     law = stats.norm(mu, math.sqrt(var))
     grid = np.linspace(mu - 3 * s - 5, mu + 2 * s + 5, 200_001)
@@ -229,7 +229,7 @@ def test_smallcell_cell_suppression_relative_loss_math_md_9() -> None:
     assert max(deltas) == pytest.approx(1.4350506425, abs=1e-10)
     assert max(deltas) == pytest.approx(bound, rel=1e-13)
     assert deltas[:3] == pytest.approx([bound] * 3, rel=1e-12) and deltas[3:] == [0.0] * 6
-    # h < r breaks Prop 8: a released x = 3 < r = 5 costs −log q(3) (MATH.md §9: 1.632876)
+    # h < r breaks Prop 8: a released x = 3 < r = 5 costs −log q(3) (docs/math.md §9: 1.632876)
     d3 = pp.relative_loss(pp.SmallCellLogScore(r=5), q, pp.CellSuppression(3), [3])
     assert d3 == pytest.approx(-law.logpmf(3)) and d3 == pytest.approx(1.632876, abs=1e-6)
 

@@ -29,7 +29,7 @@ LOSS_ATOL: float = 1e-9
 VAR_RTOL: float = 1e-12
 
 #: Smallest prior weight q of the two-point prior used by audits of Prop 6 (the infimum is the
-#: limit q -> 0 and is not attained, MATH.md §6).
+#: limit q -> 0 and is not attained, docs/math.md §6).
 TWO_POINT_Q_MIN: float = 1e-12
 
 #: Default confidence level 1 - beta of Clopper-Pearson bounds in Monte Carlo audits.

@@ -1,7 +1,7 @@
 """Validation helpers for the public boundary.
 
 Each helper raises :class:`~persuasive.errors.ValidationError` with a message that names the
-argument, echoes the bad value and says what is allowed (DESIGN.md style rule 5).
+argument, echoes the bad value and says what is allowed (docs/architecture.md, rule 5).
 """
 
 from __future__ import annotations

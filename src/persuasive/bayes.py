@@ -111,7 +111,7 @@ def gaussian_condition(
     t: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r"""Posterior moments of :math:`x \sim N(\mu, \Sigma)` given :math:`T = Ax + e`,
-    :math:`e \sim N(0, s^2 I)` (s = 0 allowed: degenerate conditioning, MATH.md §8), or
+    :math:`e \sim N(0, s^2 I)` (s = 0 allowed: degenerate conditioning, docs/math.md §8), or
     :math:`e \sim N(0, R)` when ``noise_var`` is a (k, k) PSD matrix R (``docs/linear.md``).
 
     .. math:: m = \mu + \Sigma A^\top G^{+}(t - A\mu), \quad

@@ -8,14 +8,15 @@ r"""Privacy definitions as frozen, validated specs (Def 3 and App. C, Bon et al.
     \mathbb P_x\big[\Delta_S(Q, T, x) \le \kappa\big] \ \ge\ 1 - \delta .
 
 :class:`PersuasivePrivacyExpectation` replaces the tail by an expectation (Assumption 4*,
-App. C; reconstructed in MATH.md §7):
+App. C; reconstructed in docs/math.md §7):
 
 .. math::
 
     \sup_{S}\sup_x\sup_{Q\in\mathcal Q_x}\ \varphi^{-1}\Big(\mathbb E_{T\sim M(x,\cdot)}
     \big[\varphi(\Delta_S(Q, T, x))\big]\Big) \le \kappa .
 
-A spec's meaning never changes once released; new behaviour is a new class (DESIGN.md rule 3).
+A spec's meaning never changes once released; new behaviour is a new class
+(docs/architecture.md, rule 3).
 """
 
 from __future__ import annotations
@@ -177,7 +178,7 @@ Risk = Mean | Renyi | FDivergence
 
 @dataclass(frozen=True)
 class PersuasivePrivacyExpectation:
-    """(𝒮, 𝒬_x, κ; φ)-Persuasive Privacy in expectation (App. C; MATH.md §7, reconstructed).
+    """(𝒮, 𝒬_x, κ; φ)-Persuasive Privacy in expectation (App. C; docs/math.md §7, reconstructed).
 
     Parameters
     ----------

@@ -32,7 +32,7 @@ def score_differences(before: ArrayLike, after: ArrayLike) -> NDArray[np.float64
 
 
 def _log_loss(prior: Prior, mechanism: Mechanism, x: Any, t: Any) -> float:
-    """Δ_L = log m(x, t) − log m_Q(t) (App. A; MATH.md §2), 0 off the support of Q."""
+    """Δ_L = log m(x, t) − log m_Q(t) (App. A; docs/math.md §2), 0 off the support of Q."""
     if not np.isfinite(prior.logpdf(x)):
         return 0.0  # L(Q, x) = L(Q_T, x) = ∞: the ∞ − ∞ = 0 convention
     log_m = float(np.asarray(mechanism.log_likelihood(x, t)))

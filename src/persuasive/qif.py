@@ -15,7 +15,7 @@ how much the release teaches an attacker *on average* under that one prior:
 and the multiplicative capacity (the largest leakage over *all* priors, Alvim et al. 2020,
 Thm. 7.2) is :math:`\mathcal{ML}^\times = \sum_t \max_x m(x, t)`.
 
-The link to PP (App. D.1; MATH.md §7): for the log score the relative loss is
+The link to PP (App. D.1; docs/math.md §7): for the log score the relative loss is
 :math:`\Delta_L(\pi, t, x) = \log m(x, t) - \log m_\pi(t)`, and averaging it over
 :math:`x \sim \pi` *and* :math:`T \sim M(x, \cdot)` gives exactly :math:`I_\pi(X; T)`.
 PP instead bounds the *tail* of :math:`\Delta` for *every* :math:`x` and every prior in a class.

@@ -1,5 +1,5 @@
 """Result objects: :class:`Certificate` (a proven upper bound on κ) and :class:`Audit`
-(a found lower bound on κ, with its witness). Small, frozen, JSON-ready (DESIGN.md)."""
+(a found lower bound on κ, with its witness). Small, frozen, JSON-ready (docs/architecture.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@ r"""Read dp_accounting ``DpEvent`` objects as :mod:`persuasive` mechanisms, and 
 
 dp_accounting describes a mechanism by its noise in units of the sensitivity C (the
 ``noise_multiplier`` s / C), which is exactly the convention of :mod:`persuasive` noise
-mechanisms (sensitivity 1, MATH.md §6):
+mechanisms (sensitivity 1, docs/math.md §6):
 
 =============================================  ==========================================
 DpEvent                                        persuasive mechanism

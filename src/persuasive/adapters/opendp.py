@@ -7,7 +7,7 @@ input distance ``d_in`` into the sensitivity Δ seen by the noise step), measure
 the same noise kernel, only the accounting changes) down to one noise step.
 
 Units. :mod:`persuasive` noise mechanisms assume sensitivity 1, neighbours differing by at most
-1 in one coordinate (Prop 6, MATH.md §6). Adding :math:`\mathrm{Lap}(b)` to a statistic of
+1 in one coordinate (Prop 6, docs/math.md §6). Adding :math:`\mathrm{Lap}(b)` to a statistic of
 sensitivity Δ is, after dividing the output by Δ, adding :math:`\mathrm{Lap}(b/\Delta)` to a
 statistic of sensitivity 1, and the privacy loss is invariant under this bijection, so
 

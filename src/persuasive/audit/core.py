@@ -39,7 +39,7 @@ DEFAULT_Q_GRID: NDArray[np.float64] = np.concatenate(
 
 
 def two_point_delta(q: ArrayLike, ell: ArrayLike) -> NDArray[np.float64]:
-    r"""The log-score loss of the two-point prior :math:`Q_q` (Prop 6; MATH.md §6).
+    r"""The log-score loss of the two-point prior :math:`Q_q` (Prop 6; docs/math.md §6).
 
     .. math:: \Delta_q = -\log\big(q + (1 - q)e^{-\ell}\big), \qquad
               \ell = \log\frac{m(x, T)}{m(x', T)} \in (-\infty, +\infty],

@@ -9,7 +9,7 @@ distribution of the log-score loss is known exactly: with
 
 :math:`\Delta_q` is increasing in ℓ for every q < 1, so the upper (1 − δ)-quantile output is
 the same for every q; the audit evaluates the whole q grid there and keeps the best q (the
-supremum is the limit q → 0, MATH.md §6). Joint and chained releases of two finite kernels are
+supremum is the limit q → 0, docs/math.md §6). Joint and chained releases of two finite kernels are
 enumerated through ``as_finite()``; :class:`~persuasive.classes.FiniteClass` priors are
 evaluated output by output with :func:`persuasive.relative_loss`.
 """

@@ -1,4 +1,4 @@
-r"""Risk transforms of Persuasive Privacy in expectation (App. C; [RECON, MATH.md §7]).
+r"""Risk transforms of Persuasive Privacy in expectation (App. C; [RECON, docs/math.md §7]).
 
 For a risk φ the audited quantity of one witness (x, Q) is
 

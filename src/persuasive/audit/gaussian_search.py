@@ -3,7 +3,7 @@ r"""Search audit of the exact mean against the Gaussian class 𝒢^r_x (Prop 7, 
 For a prior :math:`\mathcal N(\mu, \Sigma)` write :math:`s = \Sigma\mathbf 1`,
 :math:`S = \mathbf 1^\top\Sigma\mathbf 1`, :math:`\rho_i = s_i/(\sigma_i\sqrt S)`,
 :math:`z_i = (x_i - \mu_i)/\sigma_i` and :math:`w = (\bar x - \bar\mu)/\sqrt{\bar\Sigma}`. The
-marginal DSS loss of releasing :math:`\bar x` is [RECON, MATH.md §8]
+marginal DSS loss of releasing :math:`\bar x` is [RECON, docs/math.md §8]
 
 .. math::
 
@@ -50,7 +50,7 @@ CHOLESKY_MAX_N: int = 8
 def batch_marginal_loss(means: ArrayLike, covs: ArrayLike, x: ArrayLike) -> NDArray[np.float64]:
     r"""Closed-form :math:`\Delta_i` of releasing :math:`\bar x` for a batch of Gaussian priors.
 
-    Uses only :math:`s = \Sigma\mathbf 1` and the diagonal, never a posterior (MATH.md §8).
+    Uses only :math:`s = \Sigma\mathbf 1` and the diagonal, never a posterior (docs/math.md §8).
 
     Parameters
     ----------
@@ -249,7 +249,7 @@ def gaussian_mean_audit(
     kappa = relative_loss(score, prior, mech, xs)
     notes = (
         "search over diagonal, equicorrelated, AR(1) and free-Cholesky correlations; "
-        "sup over x attained at w^2 = r1, z_i = w / rho_i [RECON, MATH.md §8]",
+        "sup over x attained at w^2 = r1, z_i = w / rho_i [RECON, docs/math.md §8]",
     )
     return finish(
         definition,

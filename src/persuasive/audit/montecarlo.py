@@ -11,7 +11,7 @@ with the stated confidence, PP fails for every smaller κ. The confidence is spl
 (x, x') pairs (Bonferroni), so the whole audit holds at the stated level. For δ = 0 the maximum
 observed loss is reported; it was observed, so it has positive probability (density).
 
-Persuasive Privacy in expectation (App. C, [RECON, MATH.md §7]) uses a CLT lower confidence
+Persuasive Privacy in expectation (App. C, [RECON, docs/math.md §7]) uses a CLT lower confidence
 bound of :math:`\mathbb E_x[\varphi(\Delta_q)]` (Bonferroni over q and pairs), an asymptotic
 rather than finite-sample bound.
 """

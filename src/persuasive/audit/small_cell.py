@@ -1,7 +1,7 @@
 r"""Search audit of cell suppression against the small-cell class (Prop 8, Bon et al. 2026).
 
 With the small-cell log score :math:`L_i^r(Q, x) = -\log q_i(x_i)` for :math:`x_i < r` and 0
-otherwise ([RECON, MATH.md §9]) and independent cells, the loss of one cell under
+otherwise ([RECON, docs/math.md §9]) and independent cells, the loss of one cell under
 :math:`M^h` is
 
 .. math::
@@ -48,7 +48,7 @@ def cell_losses(pmfs: NDArray[np.float64], h: int, r: int) -> NDArray[np.float64
     >>> from persuasive.audit.small_cell import cell_losses
     >>> from scipy import stats
     >>> p = stats.poisson(4).pmf(np.arange(60))[None, :]
-    >>> round(float(cell_losses(p, 3, 3).max()), 10)  # MATH.md §9, Poisson(4), h = 3
+    >>> round(float(cell_losses(p, 3, 3).max()), 10)  # docs/math.md §9, Poisson(4), h = 3
     1.4350506425
     """
     v = np.arange(pmfs.shape[1])
@@ -140,7 +140,7 @@ def small_cell_audit(mech: CellSuppression, definition: Any, x: Any) -> Audit:
     if best_w is None:  # pragma: no cover
         raise ValidationError("no candidate prior of the class was found")
     notes: tuple[str, ...] = (
-        f"search over {evals} (cell prior, value) pairs; [RECON, MATH.md §9] score L_i^r",
+        f"search over {evals} (cell prior, value) pairs; [RECON, docs/math.md §9] score L_i^r",
     )
     if mech.h < max(rs) or mech.h < cls.h:
         notes += (

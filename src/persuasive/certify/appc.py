@@ -1,6 +1,6 @@
 r"""App. C, Props 11–13 (Bon et al. 2026): persuasive privacy in expectation with the log score.
 
-**[RECON, MATH.md §7]** — the appendix is missing from every available source; this is our
+**[RECON, docs/math.md §7]** — the appendix is missing from every available source; this is our
 reconstruction, checked numerically. For the log score and a two-point prior
 :math:`Q_q \in \mathcal H` the prior predictive is :math:`qM(x) + (1-q)M(x')` and, by convexity
 of the divergence in its second argument, the worst prior is the limit :math:`q \to 0`:
@@ -119,7 +119,7 @@ def geometric_risk(b: float, kind: str, alpha: float = 1.0) -> float:
 class AppC(Theorem):
     """Worst expected risk of (L, 𝓗, κ; φ)-PPE: the worst neighbour divergence (App. C).
 
-    [RECON, MATH.md §7]
+    [RECON, docs/math.md §7]
 
     Examples
     --------
@@ -158,7 +158,7 @@ class AppC(Theorem):
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:
         kind, alpha = _kind(definition.risk)
         notes = [
-            "[RECON, MATH.md §7] reconstructed App. C: the worst two-point prior is the "
+            "[RECON, docs/math.md §7] reconstructed App. C: the worst two-point prior is the "
             "limit q -> 0, giving the worst neighbour divergence (supremum, not attained)"
         ]
         if isinstance(mechanism, GaussianMechanism):

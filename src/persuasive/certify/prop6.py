@@ -15,7 +15,7 @@ so the exact worst-case failure probability is the PDP tail
 
 (a loss exactly equal to ε is not a failure) and
 :math:`\kappa(\delta) = \inf\{\varepsilon \ge 0 : \delta(\varepsilon) \le \delta\}`.
-The supremum over two-point priors is the limit :math:`Q(\{x\}) \to 0` (MATH.md §6).
+The supremum over two-point priors is the limit :math:`Q(\{x\}) \to 0` (docs/math.md §6).
 
 Neighbours: for the noise mechanisms (Laplace, Gaussian, geometric) and the deterministic
 releases the data are integer vectors and :math:`x \sim x'` when they differ by one in one
@@ -126,7 +126,7 @@ def finite_kappa(matrix: NDArray[np.float64], pairs: NDArray[np.intp], delta: fl
     return float(cands[ok[0]]) if ok.size else math.inf
 
 
-# --- closed forms (sensitivity 1, MATH.md §6) -------------------------------------------------
+# --- closed forms (sensitivity 1, docs/math.md §6) ------------------------------------------------
 
 
 def gaussian_delta(sigma: float, eps: float) -> float:

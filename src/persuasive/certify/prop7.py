@@ -8,12 +8,12 @@ r"""Prop 7 (Bon et al. 2026): the exact empirical mean is persuasively private.
 where :math:`\mathcal I = \{D_i\}_{i=1}^n` are the marginal Dawid–Sebastiani scores (Def 8) and
 :math:`\mathcal G^r_x` the Gaussian class of :class:`~persuasive.GaussianMeanClass`.
 
-The bound is *sharp* (MATH.md §8 and erratum 6, [RECON, CHECK]): with
+The bound is *sharp* (docs/math.md §8 and erratum 6, [RECON, CHECK]): with
 :math:`\rho_i = \mathrm{corr}(X_i, \bar X)` and :math:`w^2 = (\bar x - \bar\mu)^2/\bar\Sigma`,
 :math:`\sup_{x_i}\Delta_i = w^2 - \log(1 - \rho_i^2)`, and :math:`\Phi = I`,
 :math:`\sigma_1^2/\|\sigma\|^2 = 1 - 1/r_2`, :math:`w^2 = r_1` attain :math:`r_1 + \log r_2`.
 It relies on reading σ in the class as the vector of marginal *standard deviations*
-(:math:`\|\sigma\|^2 = \sum_j \sigma_j^2`); the paper also calls it "variances" (MATH.md §8).
+(:math:`\|\sigma\|^2 = \sum_j \sigma_j^2`); the paper also calls it "variances" (docs/math.md §8).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class Prop7(Theorem):
         cls = definition.priors
         n = _n_of(mechanism)
         notes = [
-            "sharp: the bound r1 + log r2 is attained (MATH.md §8, erratum 6), reading "
+            "sharp: the bound r1 + log r2 is attained (docs/math.md §8, erratum 6), reading "
             "sigma in the class as marginal standard deviations"
         ]
         if n is not None and cls.r2 * (1.0 - 1.0 / n) < 1.0:

@@ -1,7 +1,7 @@
 r"""Prop 8 (Bon et al. 2026): private cell suppression.
 
 With the small-cell score :math:`L_i^r(Q, x) = -\log q_i(x_i)` for :math:`x_i < r` and 0 otherwise
-(**[RECON, MATH.md §9]**: the displayed formula is missing from the text), the class
+(**[RECON, docs/math.md §9]**: the displayed formula is missing from the text), the class
 :math:`\mathcal C^{h_C,\alpha}_n` of independent cell priors with
 :math:`Q(X_i < h_C) \ge \alpha`, and the release :math:`M^{h_M}` suppressing every cell below
 :math:`h_M`:
@@ -9,7 +9,7 @@ With the small-cell score :math:`L_i^r(Q, x) = -\log q_i(x_i)` for :math:`x_i < 
 .. math:: h_M \ge r \text{ and } h_M \ge h_C \implies
           M^{h_M} \text{ is } (\mathcal L^r_n, \mathcal C^{h_C,\alpha}_n, -\log\alpha, 0)\text{-PP}.
 
-Per cell (MATH.md §9): a released cell has posterior :math:`\delta_{x_i}` and loss 0; a
+Per cell (docs/math.md §9): a released cell has posterior :math:`\delta_{x_i}` and loss 0; a
 suppressed cell :math:`x_i < r` has loss :math:`-\log Q(X_i < h_M) \le -\log\alpha`, attained
 when :math:`Q(X_i < h_M) = \alpha` (sharp). Otherwise there is no guarantee: if
 :math:`h_M < r` a released cell :math:`h_M \le x_i < r` has loss :math:`-\log q_i(x_i)`, and if
@@ -72,17 +72,17 @@ class Prop8(Theorem):
             return math.inf, (
                 f"no guarantee: h_M = {h_m} < h_C = {h_c}, so a prior in the class "
                 "can put arbitrarily little mass below h_M and a suppressed cell "
-                "then has unbounded loss -log Q(X_i < h_M) (MATH.md §9)",
+                "then has unbounded loss -log Q(X_i < h_M) (docs/math.md §9)",
             )
         if h_m < r_max:
             return math.inf, (
                 f"no guarantee: h_M = {h_m} < r = {r_max}, so a released cell "
                 f"with {h_m} <= x_i < {r_max} has loss -log q_i(x_i), unbounded "
-                "over the class (MATH.md §9)",
+                "over the class (docs/math.md §9)",
             )
         return -math.log(alpha), (
-            "sharp: attained by a prior with Q(X_i < h_M) = alpha (MATH.md §9, erratum 6)",
-            "[RECON, MATH.md §9] small-cell score L_i^r reconstructed; "
+            "sharp: attained by a prior with Q(X_i < h_M) = alpha (docs/math.md §9, erratum 6)",
+            "[RECON, docs/math.md §9] small-cell score L_i^r reconstructed; "
             "it is not a proper scoring rule",
         )
 

@@ -1,4 +1,4 @@
-r"""The registry of theorems and the :func:`certify` entry point (DESIGN.md rule 7).
+r"""The registry of theorems and the :func:`certify` entry point (docs/architecture.md, rule 7).
 
 A :class:`Theorem` is a claim separate from the engine: :meth:`Theorem.supports` says whether it
 covers a (mechanism, definition) pair (``None``) or why not (a reason string), and

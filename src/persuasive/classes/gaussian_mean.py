@@ -1,8 +1,8 @@
-r"""The Gaussian prior class 𝒢^r_x of Prop 7 (§5.1, Bon et al. 2026; MATH.md §8).
+r"""The Gaussian prior class 𝒢^r_x of Prop 7 (§5.1, Bon et al. 2026; docs/math.md §8).
 
 Write :math:`\Sigma = \mathrm{diag}(\sigma)\,\Phi\,\mathrm{diag}(\sigma)` with σ the vector of
 marginal standard deviations (the paper's ":math:`\sigma^\top\Phi\sigma`" is a typo,
-MATH.md §10),
+docs/math.md §10),
 :math:`c_\Phi = \lambda_{\max}(\Phi)/\lambda_{\min}(\Phi)`,
 :math:`\bar\mu = \frac1n\sum_i\mu_i` and
 :math:`\bar\Sigma = \frac{1}{n^2}\mathbf 1^\top\Sigma\mathbf 1`:

@@ -260,7 +260,7 @@ def analyse(mean: ArrayLike, cov: Any, A: ArrayLike, R: ArrayLike | None = None)
 
     Examples
     --------
-    Prop 7 as A = 1ᵀ/n (MATH.md §12): Σ = diag(3, 1), r1 = 1.
+    Prop 7 as A = 1ᵀ/n (docs/math.md §12): Σ = diag(3, 1), r1 = 1.
 
     >>> import numpy as np
     >>> from persuasive.linear import analyse

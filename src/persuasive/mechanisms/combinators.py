@@ -1,6 +1,6 @@
 """Combining kernels: the joint release M⊗K, the composition M₁⊗M₂ and the chain MK.
 
-Notation of Bon et al. (2026, §2; displayed formulas reconstructed in MATH.md §1):
+Notation of Bon et al. (2026, §2; displayed formulas reconstructed in docs/math.md §1):
 
 .. math::
 

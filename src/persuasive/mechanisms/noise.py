@@ -1,7 +1,7 @@
 """Additive-noise mechanisms T = x + noise: Laplace, Gaussian and geometric (discrete Laplace).
 
 Each adds independent noise to every coordinate of the dataset value itself; with neighbouring
-datasets |x - x'| <= 1 they have sensitivity 1 (Prop 6, Bon et al. 2026; MATH.md §6).
+datasets |x - x'| <= 1 they have sensitivity 1 (Prop 6, Bon et al. 2026; docs/math.md §6).
 """
 
 from __future__ import annotations

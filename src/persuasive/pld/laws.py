@@ -1,4 +1,4 @@
-r"""Pessimistic loss pmfs of the Prop 6 mechanisms (sensitivity 1, MATH.md §6).
+r"""Pessimistic loss pmfs of the Prop 6 mechanisms (sensitivity 1, docs/math.md §6).
 
 For the worst neighbour pair :math:`x' = x + 1` (the noise mechanisms are symmetric, so one
 pair gives every pair's law) the privacy loss :math:`\ell = \log m(x,T)/m(x',T)` is

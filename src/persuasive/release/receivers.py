@@ -4,7 +4,7 @@ Prop 8 protects cell :math:`i` against every Receiver whose prior on that cell l
 
 .. math:: \mathcal C^{h,\alpha} = \{P \in \mathcal P_{\mathbb N} : P(X < h) \ge \alpha\},
 
-with :math:`\kappa = -\log\alpha` (MATH.md §9). A *Receiver model* is a statement about the
+with :math:`\kappa = -\log\alpha` (docs/math.md §9). A *Receiver model* is a statement about the
 Receivers the agency wants to cover: either the class itself (:class:`SmallCellReceiver`), or a
 parametric family of cell priors from which α is derived as the smallest mass below h over the
 family,
@@ -32,7 +32,7 @@ from persuasive.errors import ValidationError
 from persuasive.spec.schema import SCORES
 
 #: α(h) of a parametric family is scipy's cdf shrunk by this relative amount, so that floating
-#: point rounding in the cdf can only *raise* the certified κ (DESIGN.md rule 6).
+#: point rounding in the cdf can only *raise* the certified κ (docs/architecture.md, rule 6).
 ALPHA_RTOL: float = 1e-12
 
 #: The smallest score threshold r (hence threshold h >= r) the spec format accepts: taken from
@@ -66,7 +66,7 @@ def check_thresholds(h: Any, r: Any = None) -> tuple[int, int]:
     if r_ > h_:
         raise ValidationError(
             f"r = {r_} exceeds h = {h_}: Prop 8 needs h >= r, otherwise a released cell with "
-            f"{h_} <= count < {r_} loses -log q(count), unbounded (MATH.md §9); "
+            f"{h_} <= count < {r_} loses -log q(count), unbounded (docs/math.md §9); "
             "lower r or raise h"
         )
     return h_, r_
@@ -178,7 +178,7 @@ class PoissonReceiver(Receiver):
     Examples
     --------
     >>> rc = PoissonReceiver(0.5, 4.0)
-    >>> round(rc.alpha(3), 6), round(rc.kappa(3), 6)   # MATH.md §9: Poisson(4), h = 3
+    >>> round(rc.alpha(3), 6), round(rc.kappa(3), 6)   # docs/math.md §9: Poisson(4), h = 3
     (0.238103, 1.435051)
     """
 

@@ -5,7 +5,7 @@ Receiver model giving :math:`\alpha = \alpha(h)` (:mod:`persuasive.release.recei
 certifies that the release is :math:`(\mathcal L^r_n, \mathcal C^{h,\alpha}_n, -\log\alpha, 0)`-PP
 whenever :math:`h \ge r`: a Receiver whose prior puts at least α on small counts cannot raise its
 small-cell log score on any cell by more than :math:`-\log\alpha` nats. The per-cell loss under the
-worst prior Q (MATH.md §9) is
+worst prior Q (docs/math.md §9) is
 
 .. math:: \Delta_i = \begin{cases} -\log Q(X_i < h) = -\log\alpha & x_i < r \\
           0 & r \le x_i \text{ (suppressed or released)} \end{cases}

@@ -138,7 +138,7 @@ def interval_bayes_act(P: Any, s: float) -> tuple[float, float]:
     atom. Integer-valued scipy laws: exact scan of right ends k with masses from the cdf.
     Continuous scipy laws: grid search then a root of :math:`p(a+s) = p(a)`; exact (to
     root-finding precision) for unimodal densities, e.g. Gamma(2, 1), s = 1 gives
-    :math:`a = 1/(e-1)` (MATH.md §2).
+    :math:`a = 1/(e-1)` (docs/math.md §2).
 
     Examples
     --------
@@ -239,7 +239,7 @@ class IntervalScore(Score):
               \quad a_P \in \arg\max_a P([a, a + s])
 
     Tie-break: the smallest maximising left end :math:`a_P`. The Bayes act is from the text;
-    the score formula is [RECON, MATH.md §2]. The score is proper (Prop 2) but **not strictly
+    the score formula is [RECON, docs/math.md §2]. The score is proper (Prop 2) but **not strictly
     proper**, and it is **not** the Gneiting–Raftery interval score (which scores a central
     prediction interval by its width and exceedances).
 

@@ -24,7 +24,7 @@ class LogScore(Score):
               \qquad m_Q(T) = \int m(z, T)\, Q(dz),
 
     with the convention :math:`\infty - \infty = 0` when x is outside the support of Q
-    (App. A and E.5, Bon et al. 2026; reconstructed in MATH.md §2).
+    (App. A and E.5, Bon et al. 2026; reconstructed in docs/math.md §2).
 
     Examples
     --------

@@ -65,7 +65,7 @@ class InducedScore(Score):
               d^P \in \arg\inf_d \mathbb E_{X\sim P}\rho(d, X)
 
     It is proper (Grünwald & Dawid 2004, §3.4): :math:`S(Q, Q) = \inf_d \mathbb E_Q \rho(d, X)
-    \le \mathbb E_Q \rho(d^P, X) = S(P, Q)` [proof RECON, MATH.md §2]. Properness relies on
+    \le \mathbb E_Q \rho(d^P, X) = S(P, Q)` [proof RECON, docs/math.md §2]. Properness relies on
     ``rho.bayes_act`` returning an exact minimiser.
 
     Parameters
@@ -245,7 +245,7 @@ class FinitePrivacyFunction(PrivacyFunction):
 @dataclass(frozen=True)
 class ScorePrivacyFunction(PrivacyFunction):
     r"""The privacy function of a proper score, :math:`\rho(d, x) = S(d, x)` on
-    :math:`\mathcal D = \mathcal P` (Appendix B converse, Bon et al. 2026) [RECON, MATH.md §2].
+    :math:`\mathcal D = \mathcal P` (Appendix B converse, Bon et al. 2026) [RECON, docs/math.md §2].
 
     The Bayes act is :math:`d^P = P` (tie-break: the belief itself, a minimiser by propriety),
     so :class:`InducedScore` of it gives back :math:`S`.
@@ -274,7 +274,7 @@ class ScorePrivacyFunction(PrivacyFunction):
 def privacy_function_from_score(score: Score) -> ScorePrivacyFunction:
     r"""The privacy function :math:`\rho(d, x) = S(d, x)` of a proper score (Appendix B).
 
-    Appendix B's converse of Prop 2 [RECON, MATH.md §2]: take :math:`\mathcal D = \mathcal P`
+    Appendix B's converse of Prop 2 [RECON, docs/math.md §2]: take :math:`\mathcal D = \mathcal P`
     and :math:`\rho = S`; by propriety :math:`P \in \arg\inf_d S(d, P)`, so with the tie-break
     :math:`d^P = P` the induced score is :math:`S(P, x) = \rho(d^P, x)`.
 

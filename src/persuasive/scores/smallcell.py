@@ -1,5 +1,5 @@
 r"""The small-cell log score :math:`L_i^r` of private cell suppression (§5.2, Prop 8,
-Bon et al. 2026) [RECON, MATH.md §9]."""
+Bon et al. 2026) [RECON, docs/math.md §9]."""
 
 from __future__ import annotations
 
@@ -44,10 +44,10 @@ class SmallCellLogScore(Score):
     where :math:`q_i` is the i-th marginal pmf of Q: a cell count of at least r is "inherently
     private" and scores 0. The displayed formula is missing from the paper; this is the only
     natural variant consistent with Prop 8's :math:`\kappa = -\log\alpha`
-    [RECON, MATH.md §9].
+    [RECON, docs/math.md §9].
 
     **Not proper** (``proper = False``): for :math:`Q` = Poisson(2) and r = 3,
-    :math:`S(Q, Q) = 0.97812375 > S(Q(\cdot \mid X < 3), Q) = 0.71383960` (MATH.md §9), since a
+    :math:`S(Q, Q) = 0.97812375 > S(Q(\cdot \mid X < 3), Q) = 0.71383960` (docs/math.md §9), since a
     belief concentrated below r lowers the log loss on small counts at no cost on large ones.
     Definition 3 only evaluates it at Bayes beliefs Q and :math:`Q_T`, so it is still usable.
 

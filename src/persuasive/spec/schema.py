@@ -1,4 +1,4 @@
-"""Parameter domains of the spec format, declared once as data (DESIGN.md rule 4).
+"""Parameter domains of the spec format, declared once as data (docs/architecture.md, rule 4).
 
 The same declarations drive validation (:mod:`persuasive.spec.parse`), the documentation
 (``docs/cli.md``) and the property tests.
@@ -28,7 +28,7 @@ def _fmt(x: float | None, default: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Parameter domains, declared as data (DESIGN.md rule 4)
+# Parameter domains, declared as data (docs/architecture.md, rule 4)
 # --------------------------------------------------------------------------------------------
 
 
