@@ -57,7 +57,7 @@ from persuasive.margins.constraints import constraint_system
 from persuasive.margins.mcmc import sample_marginals
 from persuasive.margins.posterior import MCMC_BURN_IN, MCMC_SWEEPS, _widths, cell_log_grid
 from persuasive.margins.worst import _common_prior
-from persuasive.release.receivers import PoissonReceiver
+from persuasive.classes.receivers import PoissonReceiver
 
 RECEIVER = PoissonReceiver(1, 10)
 

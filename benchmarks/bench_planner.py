@@ -30,7 +30,7 @@ from persuasive.margins import (
 )
 from persuasive.margins.constraints import full_incidence
 from persuasive.margins.planning import determined, disclosure_loss
-from persuasive.release.receivers import PoissonReceiver
+from persuasive.classes.receivers import PoissonReceiver
 
 
 def make_table(d1: int, d2: int, share: float, seed: int = 2026) -> MarginTable:

@@ -22,7 +22,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from persuasive.release.receivers import PoissonReceiver
+from persuasive.classes.receivers import PoissonReceiver
 from persuasive.release.tables import release_table
 
 N = 10**7

@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from persuasive.errors import ValidationError
-from persuasive.release.receivers import PoissonReceiver, SmallCellReceiver
+from persuasive.classes.receivers import PoissonReceiver, SmallCellReceiver
 from persuasive.release.tables import release_table
 from persuasive.report import (
     certificate_document,
@@ -207,7 +207,7 @@ def test_edited_hash_fails(table_doc):
 
 
 def test_unknown_receiver_module_is_a_mismatch(table_doc, monkeypatch):
-    monkeypatch.setitem(sys.modules, "persuasive.release.receivers", None)
+    monkeypatch.setitem(sys.modules, "persuasive.classes.receivers", None)
     v = verify_certificate(table_doc)
     _only(v, "spec.receiver")
     assert "unavailable" in v.mismatches[0]

@@ -24,7 +24,7 @@ from persuasive.margins import (
     surprise,
     worst_case_losses,
 )
-from persuasive.release.receivers import (
+from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     SmallCellReceiver,

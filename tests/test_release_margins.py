@@ -27,7 +27,7 @@ from persuasive.errors import ValidationError
 from persuasive.margins import MarginTable
 from persuasive.margins.planner import InfeasiblePlanError
 from persuasive.release.margins import release_table_with_margins
-from persuasive.release.receivers import NegativeBinomialReceiver, SmallCellReceiver
+from persuasive.classes.receivers import NegativeBinomialReceiver, SmallCellReceiver
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import margins_table as example

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import persuasive as pp
-from persuasive.release.receivers import (
+from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     SmallCellReceiver,

@@ -15,7 +15,7 @@ from scipy import stats
 
 import persuasive as pp
 from persuasive.release.calibrate import calibrate_threshold
-from persuasive.release.receivers import (
+from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     SmallCellReceiver,

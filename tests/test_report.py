@@ -20,7 +20,7 @@ import pytest
 
 from persuasive.certify import certify
 from persuasive.errors import ValidationError
-from persuasive.release.receivers import PoissonReceiver, SmallCellReceiver
+from persuasive.classes.receivers import PoissonReceiver, SmallCellReceiver
 from persuasive.release.tables import release_table
 from persuasive.report import plots, write_report
 from persuasive.report.content import plain_sentence

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from persuasive.release.receivers import PoissonReceiver
+from persuasive.classes.receivers import PoissonReceiver
 from persuasive.release.tables import release_table
 from persuasive.report import write_report
 

@@ -290,7 +290,7 @@ def _receiver(
     negbin_mean: str | None,
     negbin_size: float | None,
 ) -> Any:
-    from persuasive.release import receivers
+    from persuasive.classes import receivers
 
     given = [
         name

@@ -212,7 +212,7 @@ def compare(
 
     Examples
     --------
-    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> from persuasive.classes.receivers import PoissonReceiver
     >>> t = MarginTable([[0, 0, 9], [7, 8, 6], [9, 7, 8]], h=3, margins="rows,cols")
     >>> c = compare(t, PoissonReceiver(1, 10), kappa=7.0)
     >>> c.classical_above                 # partners of each other, but their row sum is 0

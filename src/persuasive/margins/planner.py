@@ -199,7 +199,7 @@ def plan_suppression(
 
     Examples
     --------
-    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> from persuasive.classes.receivers import PoissonReceiver
     >>> t = MarginTable([[0, 9, 8], [7, 6, 9], [8, 9, 7]], h=3, margins="rows,cols")
     >>> plan = plan_suppression(t, PoissonReceiver(1, 10), kappa=7.0)
     >>> plan.certified, plan.n_secondary, plan.lower_bound

@@ -31,7 +31,7 @@ from persuasive.margins.worst import (
     worst_case_losses,
 )
 from persuasive.priors.cells import IndependentCellsPrior
-from persuasive.release.receivers import (
+from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     SmallCellReceiver,

@@ -1,7 +1,7 @@
 r"""Exact worst case of the per-cell loss over a Receiver model, with margins (Bon et al. 2026).
 
-**The class.** A :class:`~persuasive.release.receivers.PoissonReceiver` (or
-:class:`~persuasive.release.receivers.NegativeBinomialReceiver` of fixed size) with mean range
+**The class.** A :class:`~persuasive.classes.receivers.PoissonReceiver` (or
+:class:`~persuasive.classes.receivers.NegativeBinomialReceiver` of fixed size) with mean range
 :math:`[\mu_-, \mu_+]` states, for a table with published margins :math:`\mathcal M`, the class
 
 .. math:: \mathcal Q_{\mathcal M} = \Big\{ \textstyle\bigotimes_i F_{\theta_i} :
@@ -37,7 +37,7 @@ suppressed cell is in some constraint as soon as one margin is published (a marg
 all cells); with no margin the cells are Prop 8's, and the supremum is
 :math:`-\log P_{\mu_+}(X < h)` (the model's α, stochastic ordering).
 
-For :math:`\mathcal C^{h,\alpha}` (:class:`~persuasive.release.receivers.SmallCellReceiver`) and
+For :math:`\mathcal C^{h,\alpha}` (:class:`~persuasive.classes.receivers.SmallCellReceiver`) and
 a published margin, the supremum is ∞ for every suppressed cell below r: point-mass priors at
 the true values of its partners (a primary's has mass 1 below h; a secondary's, mass α below h
 and 1 − α at its value) are in the class and disclose it, and :math:`q_i(x_i) \to 0` stays in the
@@ -68,7 +68,7 @@ from persuasive.errors import ValidationError
 from persuasive.margins.posterior import MAX_DP_STATES, MarginPosterior, posterior_marginals
 from persuasive.margins.table import MarginTable
 from persuasive.priors.cells import IndependentCellsPrior
-from persuasive.release.receivers import (
+from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     Receiver,
@@ -157,7 +157,7 @@ def surprise(receiver: Receiver, values: Any) -> tuple[NDArray[np.float64], NDAr
 
     Examples
     --------
-    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> from persuasive.classes.receivers import PoissonReceiver
     >>> b, mu = surprise(PoissonReceiver(1.0, 4.0), [0, 2])
     >>> [round(float(z), 6) for z in b], mu.tolist()       # -log Poi(0; 4), -log Poi(2; 4)
     ([4.0, 1.920558], [4.0, 4.0])
@@ -245,7 +245,7 @@ def worst_case_losses(
     Examples
     --------
     >>> from persuasive.margins import MarginTable
-    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> from persuasive.classes.receivers import PoissonReceiver
     >>> t = MarginTable([[1, 5], [6, 8]], h=3, margins="rows")
     >>> w = worst_case_losses(t, PoissonReceiver(1.0, 4.0))
     >>> bool(w.disclosed[0, 0]), round(float(w.kappa_upper[0, 0]), 6), bool(w.exact[0, 0])

@@ -13,7 +13,7 @@ from persuasive.release.means import (
     release_group_means,
     release_mean,
 )
-from persuasive.release.receivers import (
+from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     Receiver,

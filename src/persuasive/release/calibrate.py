@@ -17,7 +17,7 @@ from typing import Any
 
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
-from persuasive.release.receivers import R_MIN, Receiver
+from persuasive.classes.receivers import R_MIN, Receiver
 
 
 def calibrate_threshold(
@@ -54,7 +54,7 @@ def calibrate_threshold(
 
     Examples
     --------
-    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> from persuasive.classes.receivers import PoissonReceiver
     >>> rc = PoissonReceiver(0.0, 4.0)
     >>> h = calibrate_threshold(rc, 0.5)
     >>> h, rc.kappa(h) <= 0.5 < rc.kappa(h - 1)

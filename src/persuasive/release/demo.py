@@ -294,7 +294,7 @@ def run_demo(
     from persuasive.release.calibrate import calibrate_threshold
     from persuasive.release.data import load_cancer_counts, load_fair
     from persuasive.release.means import release_group_means, release_mean
-    from persuasive.release.receivers import NegativeBinomialReceiver
+    from persuasive.classes.receivers import NegativeBinomialReceiver
     from persuasive.release.tables import release_table
     from persuasive.report.verify import verify_certificate
 

@@ -14,8 +14,8 @@ cell alone in a published row is recovered. :func:`release_table_with_margins`
    posterior for the whole class by sufficiency), computes the attacker's LP intervals, and sets
    the classical partner rule beside it (:func:`persuasive.margins.classical.compare`).
 
-The Receiver model must be parametric (:class:`~persuasive.release.receivers.PoissonReceiver`
-or :class:`~persuasive.release.receivers.NegativeBinomialReceiver`): for the small-cell class
+The Receiver model must be parametric (:class:`~persuasive.classes.receivers.PoissonReceiver`
+or :class:`~persuasive.classes.receivers.NegativeBinomialReceiver`): for the small-cell class
 :math:`\mathcal C^{h,\alpha}` the supremum is ∞ for every suppressed cell once a margin is
 published, and it is refused. The published table says which suppressed cells are primary
 (< h) and which secondary (>= h): the model assumes the Receiver knows it.
@@ -47,7 +47,7 @@ from persuasive.margins import (
     attacker_intervals,
     worst_case_losses,
 )
-from persuasive.release.receivers import (
+from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     Receiver,
@@ -356,7 +356,7 @@ def release_table_with_margins(
     Examples
     --------
     >>> import polars as pl
-    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> from persuasive.classes.receivers import PoissonReceiver
     >>> df = pl.DataFrame({"a": [0, 0, 1, 1], "b": [0, 1, 0, 1], "n": [2, 30, 40, 50]})
     >>> rel = release_table_with_margins(df, keys=["a", "b"], count="n", h=5,
     ...     receiver=PoissonReceiver(1, 40), margins="rows")

@@ -1,7 +1,7 @@
 r"""Release a table of counts by cell suppression, with its Prop 8 certificate (Bon et al. 2026).
 
 Every cell with a count below the threshold h is suppressed (published as missing). Under a
-Receiver model giving :math:`\alpha = \alpha(h)` (:mod:`persuasive.release.receivers`), Prop 8
+Receiver model giving :math:`\alpha = \alpha(h)` (:mod:`persuasive.classes.receivers`), Prop 8
 certifies that the release is :math:`(\mathcal L^r_n, \mathcal C^{h,\alpha}_n, -\log\alpha, 0)`-PP
 whenever :math:`h \ge r`: a Receiver whose prior puts at least α on small counts cannot raise its
 small-cell log score on any cell by more than :math:`-\log\alpha` nats. The per-cell loss under the
@@ -35,7 +35,7 @@ from persuasive.definitions import PersuasivePrivacy
 from persuasive.errors import ValidationError
 from persuasive.mechanisms import CellSuppression
 from persuasive.release.calibrate import calibrate_threshold
-from persuasive.release.receivers import R_MIN, Receiver, check_thresholds, kappa_of
+from persuasive.classes.receivers import R_MIN, Receiver, check_thresholds, kappa_of
 from persuasive.results import Certificate
 from persuasive.scores import SmallCellLogScore
 
@@ -397,7 +397,7 @@ def release_table(
     Examples
     --------
     >>> import polars as pl
-    >>> from persuasive.release.receivers import PoissonReceiver
+    >>> from persuasive.classes.receivers import PoissonReceiver
     >>> df = pl.DataFrame({"area": ["a", "b", "c"], "n": [0, 4, 12]})
     >>> rel = release_table(df, keys="area", count="n", h=5, receiver=PoissonReceiver(0, 3))
     >>> rel.table.select("n", "suppressed").rows()

@@ -11,7 +11,7 @@ field:
 * ``guarantee.delta``, ``basis`` and ``exact`` must equal the recomputed ones;
 * when the spec carries a Receiver model (``spec.receiver``, a table with a ``model`` key) and a
   small-cell prior class, the class's α must be the α the model gives at the class's h
-  (:func:`persuasive.release.receivers.receiver_from_dict`).
+  (:func:`persuasive.classes.receivers.receiver_from_dict`).
 
 No data is needed: by Assumption 1 the certificate does not depend on it.
 """
@@ -166,11 +166,11 @@ def _receiver_alpha(spec: dict[str, Any]) -> list[str]:
     if not isinstance(priors, dict) or priors.get("class") != "small_cell":
         return []
     try:
-        from persuasive.release.receivers import receiver_from_dict
+        from persuasive.classes.receivers import receiver_from_dict
     except ImportError as exc:
         return [
             "spec.receiver: cannot re-derive alpha from the Receiver model "
-            f"({receiver.get('model')!r}): persuasive.release.receivers is unavailable ({exc})"
+            f"({receiver.get('model')!r}): persuasive.classes.receivers is unavailable ({exc})"
         ]
     stated = priors.get("alpha")
     h: Any = priors.get("h")

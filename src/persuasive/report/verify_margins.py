@@ -184,7 +184,7 @@ def verify_margins(
         A malformed certificate, no ``published`` given, or unreadable published files.
     """
     from persuasive.margins import worst_case_losses
-    from persuasive.release.receivers import receiver_from_dict
+    from persuasive.classes.receivers import receiver_from_dict
 
     if published is None or (not isinstance(published, (str, os.PathLike)) and not published):
         raise ValidationError(
