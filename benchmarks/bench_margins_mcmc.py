@@ -52,12 +52,12 @@ import numpy as np
 from scipy import sparse
 from scipy.special import logsumexp
 
+from persuasive.classes.receivers import PoissonReceiver
 from persuasive.margins import MarginTable, worst_case_losses
 from persuasive.margins.constraints import constraint_system
 from persuasive.margins.mcmc import sample_marginals
 from persuasive.margins.posterior import MCMC_BURN_IN, MCMC_SWEEPS, _widths, cell_log_grid
 from persuasive.margins.worst import _common_prior
-from persuasive.classes.receivers import PoissonReceiver
 
 RECEIVER = PoissonReceiver(1, 10)
 

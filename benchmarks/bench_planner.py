@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from persuasive.classes.receivers import PoissonReceiver
 from persuasive.margins import (
     MarginTable,
     classical_pattern,
@@ -30,7 +31,6 @@ from persuasive.margins import (
 )
 from persuasive.margins.constraints import full_incidence
 from persuasive.margins.planning import determined, disclosure_loss
-from persuasive.classes.receivers import PoissonReceiver
 
 
 def make_table(d1: int, d2: int, share: float, seed: int = 2026) -> MarginTable:

@@ -29,9 +29,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from persuasive.classes.receivers import NegativeBinomialReceiver
 from persuasive.release.data import load_fair_crosstab
 from persuasive.release.margins import MarginRelease, release_table_with_margins
-from persuasive.classes.receivers import NegativeBinomialReceiver
 
 #: Primary threshold, the Receiver model and the target κ (nats) of the example.
 H = 10

@@ -16,8 +16,8 @@ import sys
 import polars as pl
 import pytest
 
-from persuasive.errors import ValidationError
 from persuasive.classes.receivers import PoissonReceiver, SmallCellReceiver
+from persuasive.errors import ValidationError
 from persuasive.release.tables import release_table
 from persuasive.report import (
     certificate_document,

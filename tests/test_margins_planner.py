@@ -18,6 +18,7 @@ from scipy import stats
 from scipy.optimize import linprog
 
 import persuasive as pp
+from persuasive.classes.receivers import PoissonReceiver, SmallCellReceiver
 from persuasive.errors import ValidationError
 from persuasive.margins import (
     InfeasiblePlanError,
@@ -31,7 +32,6 @@ from persuasive.margins import (
 )
 from persuasive.margins.constraints import full_incidence
 from persuasive.margins.planning import determined
-from persuasive.classes.receivers import PoissonReceiver, SmallCellReceiver
 
 RC = PoissonReceiver(1.0, 10.0)  # B(0) = 10, B(1) = 7.70, B(2) = 6.09; Prop 8 kappa 5.89
 

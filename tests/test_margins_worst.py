@@ -16,6 +16,11 @@ import pytest
 from scipy import stats
 
 import persuasive as pp
+from persuasive.classes.receivers import (
+    NegativeBinomialReceiver,
+    PoissonReceiver,
+    SmallCellReceiver,
+)
 from persuasive.errors import ValidationError
 from persuasive.margins import (
     MarginTable,
@@ -23,11 +28,6 @@ from persuasive.margins import (
     posterior_marginals,
     surprise,
     worst_case_losses,
-)
-from persuasive.classes.receivers import (
-    NegativeBinomialReceiver,
-    PoissonReceiver,
-    SmallCellReceiver,
 )
 
 POI = PoissonReceiver(1.0, 4.0)

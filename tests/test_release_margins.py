@@ -22,12 +22,12 @@ from scipy.optimize import linprog
 from test_verify_margins import brute_force_published
 from typer.testing import CliRunner
 
+from persuasive.classes.receivers import NegativeBinomialReceiver, SmallCellReceiver
 from persuasive.cli import app
 from persuasive.errors import ValidationError
 from persuasive.margins import MarginTable
 from persuasive.margins.planner import InfeasiblePlanError
 from persuasive.release.margins import release_table_with_margins
-from persuasive.classes.receivers import NegativeBinomialReceiver, SmallCellReceiver
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "examples"))
 import margins_table as example

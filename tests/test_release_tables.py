@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import persuasive as pp
-from persuasive.release.calibrate import calibrate_threshold
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     SmallCellReceiver,
 )
+from persuasive.release.calibrate import calibrate_threshold
 from persuasive.release.tables import release_table
 from persuasive.spec import spec_from_dict
 

@@ -19,8 +19,8 @@ import polars as pl
 import pytest
 
 from persuasive.certify import certify
-from persuasive.errors import ValidationError
 from persuasive.classes.receivers import PoissonReceiver, SmallCellReceiver
+from persuasive.errors import ValidationError
 from persuasive.release.tables import release_table
 from persuasive.report import plots, write_report
 from persuasive.report.content import plain_sentence

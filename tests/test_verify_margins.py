@@ -20,11 +20,11 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
+from persuasive.classes.receivers import NegativeBinomialReceiver, PoissonReceiver
 from persuasive.cli import app
 from persuasive.errors import ValidationError
 from persuasive.margins import MarginTable, margin_sums, worst_case_losses
 from persuasive.release.margins import release_table_with_margins
-from persuasive.classes.receivers import NegativeBinomialReceiver, PoissonReceiver
 from persuasive.report.margins_certificate import publication_of, publication_table
 from persuasive.report.verify import verify_certificate
 

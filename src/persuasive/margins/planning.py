@@ -15,6 +15,11 @@ from scipy import sparse
 from scipy.optimize import linprog
 
 from persuasive import _validation as v
+from persuasive.classes.receivers import (
+    NegativeBinomialReceiver,
+    PoissonReceiver,
+    SmallCellReceiver,
+)
 from persuasive.errors import ValidationError
 from persuasive.margins.constraints import full_incidence
 from persuasive.margins.posterior import (
@@ -31,11 +36,6 @@ from persuasive.margins.worst import (
     worst_case_losses,
 )
 from persuasive.priors.cells import IndependentCellsPrior
-from persuasive.classes.receivers import (
-    NegativeBinomialReceiver,
-    PoissonReceiver,
-    SmallCellReceiver,
-)
 
 
 class InfeasiblePlanError(ValidationError):

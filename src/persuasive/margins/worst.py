@@ -64,10 +64,6 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from persuasive import _validation as v
-from persuasive.errors import ValidationError
-from persuasive.margins.posterior import MAX_DP_STATES, MarginPosterior, posterior_marginals
-from persuasive.margins.table import MarginTable
-from persuasive.priors.cells import IndependentCellsPrior
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
@@ -75,6 +71,10 @@ from persuasive.classes.receivers import (
     SmallCellReceiver,
     kappa_of,
 )
+from persuasive.errors import ValidationError
+from persuasive.margins.posterior import MAX_DP_STATES, MarginPosterior, posterior_marginals
+from persuasive.margins.table import MarginTable
+from persuasive.priors.cells import IndependentCellsPrior
 
 __all__ = ["WorstCaseLosses", "meets", "posterior_fields", "surprise", "worst_case_losses"]
 

@@ -5,6 +5,13 @@ data (Assumption 1, Bon et al. 2026); :mod:`persuasive.report` writes the certif
 re-checks it (``verify``) and renders the custodian's report.
 """
 
+from persuasive.classes.receivers import (
+    NegativeBinomialReceiver,
+    PoissonReceiver,
+    Receiver,
+    SmallCellReceiver,
+    receiver_from_dict,
+)
 from persuasive.release.calibrate import calibrate_threshold
 from persuasive.release.means import (
     GroupMeansRelease,
@@ -12,13 +19,6 @@ from persuasive.release.means import (
     calibrate_mean,
     release_group_means,
     release_mean,
-)
-from persuasive.classes.receivers import (
-    NegativeBinomialReceiver,
-    PoissonReceiver,
-    Receiver,
-    SmallCellReceiver,
-    receiver_from_dict,
 )
 from persuasive.release.tables import TableRelease, release_table
 

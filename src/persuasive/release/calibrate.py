@@ -16,8 +16,8 @@ import math
 from typing import Any
 
 from persuasive import _validation as v
-from persuasive.errors import ValidationError
 from persuasive.classes.receivers import R_MIN, Receiver
+from persuasive.errors import ValidationError
 
 
 def calibrate_threshold(

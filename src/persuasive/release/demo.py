@@ -291,10 +291,10 @@ def run_demo(
     on_step : callable, optional
         Called with each step's description (:data:`DEMO_STEPS`) before it runs.
     """
+    from persuasive.classes.receivers import NegativeBinomialReceiver
     from persuasive.release.calibrate import calibrate_threshold
     from persuasive.release.data import load_cancer_counts, load_fair
     from persuasive.release.means import release_group_means, release_mean
-    from persuasive.classes.receivers import NegativeBinomialReceiver
     from persuasive.release.tables import release_table
     from persuasive.report.verify import verify_certificate
 

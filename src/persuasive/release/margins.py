@@ -39,6 +39,13 @@ from numpy.typing import NDArray
 
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
+from persuasive.classes.receivers import (
+    NegativeBinomialReceiver,
+    PoissonReceiver,
+    Receiver,
+    SmallCellReceiver,
+    check_thresholds,
+)
 from persuasive.errors import ValidationError
 from persuasive.margins import (
     AttackIntervals,
@@ -46,13 +53,6 @@ from persuasive.margins import (
     WorstCaseLosses,
     attacker_intervals,
     worst_case_losses,
-)
-from persuasive.classes.receivers import (
-    NegativeBinomialReceiver,
-    PoissonReceiver,
-    Receiver,
-    SmallCellReceiver,
-    check_thresholds,
 )
 
 __all__ = ["MarginRelease", "check_margins_receiver", "release_table_with_margins"]

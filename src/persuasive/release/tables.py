@@ -31,11 +31,11 @@ from numpy.typing import ArrayLike, NDArray
 from persuasive._io import atomic_write
 from persuasive.certify import certify
 from persuasive.classes import SmallCellClass
+from persuasive.classes.receivers import R_MIN, Receiver, check_thresholds, kappa_of
 from persuasive.definitions import PersuasivePrivacy
 from persuasive.errors import ValidationError
 from persuasive.mechanisms import CellSuppression
 from persuasive.release.calibrate import calibrate_threshold
-from persuasive.classes.receivers import R_MIN, Receiver, check_thresholds, kappa_of
 from persuasive.results import Certificate
 from persuasive.scores import SmallCellLogScore
 

@@ -183,8 +183,8 @@ def verify_margins(
     ValidationError
         A malformed certificate, no ``published`` given, or unreadable published files.
     """
-    from persuasive.margins import worst_case_losses
     from persuasive.classes.receivers import receiver_from_dict
+    from persuasive.margins import worst_case_losses
 
     if published is None or (not isinstance(published, (str, os.PathLike)) and not published):
         raise ValidationError(
