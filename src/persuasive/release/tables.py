@@ -4,23 +4,26 @@ Every cell with a count below the threshold h is suppressed (published as missin
 Receiver model giving :math:`\alpha = \alpha(h)` (:mod:`persuasive.classes.receivers`), Prop 8
 certifies that the release is :math:`(\mathcal L^r_n, \mathcal C^{h,\alpha}_n, -\log\alpha, 0)`-PP
 whenever :math:`h \ge r`: a Receiver whose prior puts at least α on small counts cannot raise its
-small-cell log score on any cell by more than :math:`-\log\alpha` nats. The per-cell loss under the
-worst prior Q (docs/math.md §9) is
+small-cell log score on any cell by more than :math:`-\log\alpha` nats. The per-cell loss under
+the worst prior Q (``docs/math.md`` §9) is
 
 .. math:: \Delta_i = \begin{cases} -\log Q(X_i < h) = -\log\alpha & x_i < r \\
           0 & r \le x_i \text{ (suppressed or released)} \end{cases}
 
-The table is read with polars (lazy scans of CSV/Parquet), and validation, suppression and the
-losses are columnar expressions: no Python loop over cells. The certificate and the spec depend
-only on (h, r, the Receiver model, the key and count column names), never on the data
-(Assumption 1).
+The table is read exactly (:mod:`persuasive.files.reading`: keys as written, counts as exact
+64-bit integers) and validated in one pass with the suppression: a single polars query finds the
+first failing row of every check, whether the keys are sorted (then they are unique), and
+builds the published column. Per-cell losses are computed only when a report asks for them.
+The certificate depends only on (h, r, the Receiver model, the column names, the target κ),
+never on the data (Assumption 1); its publication section binds the published file.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,53 +31,23 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from persuasive._io import atomic_write
-from persuasive.certify import certify
-from persuasive.classes import SmallCellClass
-from persuasive.classes.receivers import R_MIN, Receiver, check_thresholds, kappa_of
-from persuasive.definitions import PersuasivePrivacy
+from persuasive.classes.receivers import R_MIN, Receiver, check_thresholds
 from persuasive.errors import ValidationError
-from persuasive.mechanisms import CellSuppression
+from persuasive.files import reading as rd
 from persuasive.release.calibrate import calibrate_threshold
+from persuasive.report.kinds.table import KIND as TABLE_KIND
+from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
-from persuasive.scores import SmallCellLogScore
 
 __all__ = ["Source", "TableRelease", "calibrate_threshold", "release_table"]
 
-Source = str | os.PathLike[str] | pl.DataFrame | pl.LazyFrame
+Source = rd.Source
 
-_ROW = "__persuasive_row__"
-_PARQUET = (".parquet", ".pq")
+#: Columns a report adds to the custodian's view of the table (no key may be named like them).
 _ADDED = ("suppressed", "loss")
-
-
-def _scan(source: Source) -> pl.LazyFrame:
-    if isinstance(source, pl.DataFrame):
-        return source.lazy()
-    if isinstance(source, pl.LazyFrame):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        p = Path(source)
-        suffix = p.suffix.lower()
-        if suffix != ".csv" and suffix not in _PARQUET:
-            raise ValidationError(
-                f"table file '{p}' must end in .csv, .parquet or .pq; got suffix '{suffix}'"
-            )
-        if not p.is_file():
-            raise ValidationError(
-                f"table file '{p}' not found; pass an existing CSV or Parquet file"
-            )
-        if suffix == ".csv":
-            return pl.scan_csv(p, null_values=["NA"], infer_schema_length=10_000)
-        return pl.scan_parquet(p)
-    raise ValidationError(
-        "source must be a CSV/Parquet path or a polars DataFrame/LazyFrame; "
-        f"got {type(source).__name__}"
-    )
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+#: Integer keys whose range is below this multiple of the row count are checked for duplicates
+#: with a bitmap (one scatter pass) rather than by hashing.
+_DENSE_KEY_SPAN = 8
 
 
 def _names(keys: Any, count: Any) -> tuple[tuple[str, ...], str]:
@@ -83,43 +56,21 @@ def _names(keys: Any, count: Any) -> tuple[tuple[str, ...], str]:
         ks = tuple(ks)
     except TypeError:
         raise ValidationError(
-            f"keys must be a column name or a list of them; got {keys!r}"
+            f"keys must be a column name or a list of them; got {keys!r:.60}"
         ) from None
-    if not ks or not all(isinstance(k, str) for k in ks) or len(set(ks)) != len(ks):
-        raise ValidationError(f"keys must be one or more distinct column names; got {keys!r}")
-    if not isinstance(count, str):
-        raise ValidationError(f"count must be a column name; got {count!r}")
+    if not ks or not all(isinstance(k, str) and k for k in ks) or len(set(ks)) != len(ks):
+        raise ValidationError(f"keys must be one or more distinct column names; got {keys!r:.60}")
+    if not isinstance(count, str) or not count:
+        raise ValidationError(f"count must be a column name; got {count!r:.60}")
     if count in ks:
-        raise ValidationError(f"count column '{count}' is also a key; a cell's count is not a key")
+        raise ValidationError(f"count column {count!r} is also a key; a cell's count is not a key")
     for name in (*ks, count):
-        if name in _ADDED or name == _ROW:
+        if name in _ADDED or name == rd.ROW:
             raise ValidationError(
-                f"column '{name}' clashes with a column the release adds ({', '.join(_ADDED)}); "
+                f"column {name!r} clashes with a column the report adds ({', '.join(_ADDED)}); "
                 "rename it"
             )
     return ks, count
-
-
-def _check_schema(schema: pl.Schema, keys: tuple[str, ...], count: str) -> pl.DataType:
-    available = list(schema.names())
-    for name in (*keys, count):
-        if name not in schema:
-            role = "count" if name == count else "key"
-            raise ValidationError(
-                f"{role} column '{name}' does not exist; available columns: "
-                f"{', '.join(available) or '(none)'}"
-            )
-    dtype = schema[count]
-    if dtype == pl.String:
-        raise ValidationError(
-            f"count column '{count}' is text (String), not numbers; remove non-numeric entries "
-            "(e.g. '<5', 'n/a') or choose the right count column"
-        )
-    if not (dtype.is_integer() or dtype.is_float()):
-        raise ValidationError(
-            f"count column '{count}' must hold integer counts; got dtype {dtype}; cast it"
-        )
-    return dtype
 
 
 def _sorted_unique(schema: pl.Schema, keys: tuple[str, ...]) -> pl.Expr:
@@ -137,79 +88,23 @@ def _sorted_unique(schema: pl.Schema, keys: tuple[str, ...]) -> pl.Expr:
     return above.fill_null(False).slice(1).all()
 
 
-def _checks(keys: tuple[str, ...], count: str, dtype: pl.DataType) -> list[tuple[str, pl.Expr]]:
-    """``(message, failing-row condition)`` pairs, in the order they are reported."""
-    c = pl.col(count)
-    checks = [("is missing (null): a count table needs every count; fill it", c.is_null())]
-    if dtype.is_float():
-        checks += [
-            ("is NaN: a count must be a number; fill it", c.is_nan()),
-            ("is infinite: a count must be finite", c.is_infinite()),
-        ]
-    checks.append(("is negative ({value}): counts must be >= 0", c < 0))
-    if dtype.is_float():
-        checks.append(
-            ("is fractional ({value}): counts must be integers", c.is_finite() & (c != c.floor()))
-        )
-    return checks + [(f"key:{k}", pl.col(k).is_null()) for k in keys]
-
-
-def _stats_query(
-    lf: pl.LazyFrame, keys: tuple[str, ...], checks: list[tuple[str, pl.Expr]]
-) -> pl.LazyFrame:
-    """One aggregation: the row count, whether the keys are sorted, the first failing row of
-    every check (null if none)."""
-    row = pl.col(_ROW)
-    return lf.select(
-        pl.len().alias("n"),
-        _sorted_unique(lf.collect_schema(), keys).alias("sorted"),
-        *(row.filter(cond).first().alias(f"check{i}") for i, (_, cond) in enumerate(checks)),
-    )
-
-
-def _raise_first_problem(
-    stats: pl.DataFrame, lf: pl.LazyFrame, keys: tuple[str, ...], count: str, checks: list[Any]
-) -> None:
-    if stats["n"][0] == 0:
-        raise ValidationError("the table is empty (no rows); a release needs at least one cell")
-    for i, (message, _) in enumerate(checks):
-        bad = stats[f"check{i}"][0]
-        if bad is None:
-            continue
-        if message.startswith("key:"):
-            raise ValidationError(
-                f"key column '{message[4:]}' is missing (null) at row {bad + 1}; every cell "
-                "needs its key: fill or drop that row"
-            )
-        found = lf.filter(pl.col(_ROW) == bad).select(*keys, count).collect().row(0, named=True)
-        where = f"row {bad + 1} ({', '.join(f'{k}={found[k]!r}' for k in keys)})"
-        what = message.format(value=found[count])
-        raise ValidationError(f"count column '{count}' at {where} {what}")
-
-
-#: Integer keys whose range is below this multiple of the row count are checked for duplicates
-#: with a bitmap (one scatter pass) rather than by hashing.
-_DENSE_KEY_SPAN = 8
-
-
 def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
-    """Hash-based uniqueness of the keys (the released table keeps them, in input order)."""
+    """Keys are unique: a bitmap for compact integer keys, hashing otherwise."""
     if len(keys) == 1 and table.schema[keys[0]].is_integer() and table.height:
-        # Integer key over a compact range: one counting pass instead of hashing.
         k = table.get_column(keys[0]).to_numpy()
         lo, hi = int(k.min()), int(k.max())
         if hi - lo < _DENSE_KEY_SPAN * table.height:
             seen = np.zeros(hi - lo + 1, dtype=np.bool_)
             seen[k if lo == 0 else k - lo] = True
             if np.count_nonzero(seen) == table.height:
-                return  # every row set its own slot: no duplicates
+                return
     key_struct = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
     if table.select(key_struct.n_unique()).item() == table.height:
         return
-    row = pl.col(_ROW)
+    row = pl.col(rd.ROW)
     dup = (
         table.select(*keys)
-        .with_row_index(_ROW)
+        .with_row_index(rd.ROW)
         .group_by(*keys)
         .agg(row.min().alias("a"), row.filter(row > row.min()).min().alias("b"))
         .filter(pl.col("b").is_not_null())
@@ -223,51 +118,71 @@ def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
     )
 
 
-def _spec(h: int, r: int, alpha: float, kappa: float, receiver: Receiver) -> dict[str, Any]:
-    return {
-        "description": f"cell suppression below h = {h} of a count table; Receiver model "
-        f"{json.dumps(receiver.describe(), sort_keys=True)} gives alpha = {alpha!r}",
-        "mechanism": {"type": "cell_suppression", "h": h},
-        "definition": {
-            "kind": "pp",
-            "kappa": kappa,
-            "delta": 0.0,
-            "scores": [{"type": "small_cell_log", "r": r}],
-            "priors": {"class": "small_cell", "h": h, "alpha": alpha},
-        },
-    }
+def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFrame:
+    """The cells of a count table, read exactly and validated in one pass: the key columns as
+    written and the count as Int64 (see :mod:`persuasive.files.reading`)."""
+    names = rd.header(source)
+    rd.require(names, key=list(keys), count=count)
+    raw = rd.scan(source, text=[*keys, count])
+    try:
+        schema = raw.collect_schema()
+        dtype = schema[count]
+        lf = raw.select(*keys, count).with_row_index(rd.ROW)
+        checks = [*rd.key_checks(keys), *rd.count_checks(count, dtype)]
+        parsed = lf.select(*keys, rd.count_expr(count, dtype))
+        sorted_flag = _sorted_unique(schema, keys).alias("sorted")
+        stats, cells = pl.collect_all([rd.first_failures(lf, checks, sorted_flag), parsed])
+    except pl.exceptions.PolarsError as exc:
+        raise ValidationError(f"cannot read the table: {rd._first_line(exc)}") from None
+    rd.raise_first(stats, lf, checks, where=keys, what="the table")
+    if not stats["sorted"][0]:
+        _check_unique(cells, keys)
+    return cells
 
 
 @dataclass(frozen=True, eq=False)
 class TableRelease:
-    """A released count table with its certificate (Prop 8, Bon et al. 2026).
+    """A count table released by suppression, with its certificate (Prop 8, Bon et al. 2026).
 
     Attributes
     ----------
-    table : polars.DataFrame
-        The key columns, the count column (null where suppressed, so that a spreadsheet does not
-        sum it), ``suppressed`` (bool) and ``loss`` (per-cell relative loss under the worst prior).
+    published : polars.DataFrame
+        What is published: the key columns exactly as read and the count (Int64, null where
+        suppressed, so that a spreadsheet does not sum it).
     certificate : Certificate
-        ``certify(CellSuppression(h), PersuasivePrivacy(SmallCellLogScore(r=r),
-        SmallCellClass(h, alpha), kappa, 0))`` with κ = −log α: data-independent.
-    receiver : Receiver
-        The Receiver model α was derived from.
-    h, r : int
-        Suppression threshold and score threshold (r <= h).
-    keys : tuple of str
-        Key column names; ``count`` is the count column name.
+        ``certify(CellSuppression(h), PersuasivePrivacy(SmallCellLogScore(r),
+        SmallCellClass(h, alpha), K, 0))`` with κ = −log α: data-independent.
+    params : TableParams
+        h, r, the Receiver model, the column names and the target κ: the certificate's claim.
     """
 
     kind: ClassVar[str] = "table"
 
-    table: pl.DataFrame
+    published: pl.DataFrame
     certificate: Certificate
-    receiver: Receiver
-    h: int
-    r: int
-    keys: tuple[str, ...]
-    count: str
+    params: TableParams
+    cells: pl.DataFrame = field(repr=False)
     r_explicit: bool = False
+
+    @property
+    def receiver(self) -> Receiver:
+        return self.params.receiver
+
+    @property
+    def h(self) -> int:
+        return self.params.h
+
+    @property
+    def r(self) -> int:
+        return self.params.r
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.params.keys
+
+    @property
+    def count(self) -> str:
+        return self.params.count
 
     @property
     def alpha(self) -> float:
@@ -280,31 +195,37 @@ class TableRelease:
         return self.certificate.kappa
 
     @property
-    def spec(self) -> dict[str, Any]:
-        """The spec document (TOML schema of ``docs/cli.md``): ``spec_from_dict`` rebuilds the
-        mechanism and definition. A fresh dict on each access; data-independent."""
-        return _spec(self.h, self.r, self.alpha, self.kappa, self.receiver)
+    def claim(self) -> dict[str, Any]:
+        """The certificate's claim (:mod:`persuasive.report.kinds.table`)."""
+        return TABLE_KIND.claim(self.params)
 
     @property
-    def metadata(self) -> dict[str, Any]:
-        """Data-independent metadata kept beside the spec (the spec format rejects unknown
-        top-level keys): ``{"receiver": ..., "release": {"keys": [...], "count": name}}``."""
-        return {
-            "receiver": self.receiver.describe(),
-            "release": {"keys": list(self.keys), "count": self.count},
-        }
+    def spec(self) -> dict[str, Any]:
+        """The spec of the claim (TOML schema of ``docs/cli.md``; ``spec_from_dict`` reads it)."""
+        return dict(self.claim["spec"])
+
+    @functools.cached_property
+    def table(self) -> pl.DataFrame:
+        """The custodian's view: the published columns, ``suppressed`` and the per-cell
+        ``loss`` under the worst prior of the class (computed on first use: the loss tells,
+        when r < h, whether a suppressed count is below r, so it is never published)."""
+        c = self.cells.get_column(self.count)
+        return self.published.with_columns(
+            (c < self.h).alias("suppressed"),
+            pl.when(c < self.r).then(pl.lit(self.kappa)).otherwise(pl.lit(0.0)).alias("loss"),
+        )
 
     def summary(self) -> dict[str, Any]:
-        """Data-dependent numbers for the report (never part of the certificate)."""
-        n, n_sup, max_loss = self.table.select(
-            pl.len(), pl.col("suppressed").sum(), pl.col("loss").max()
-        ).row(0)
+        """Data-dependent numbers for the custodian's report (never part of the certificate)."""
+        n = self.published.height
+        n_sup = self.published.get_column(self.count).null_count()
+        below_r = int((self.cells.get_column(self.count) < self.r).sum())
         return {
-            "n_cells": int(n),
-            "n_suppressed": int(n_sup),
-            "n_released": int(n - n_sup),
-            "share_suppressed": float(n_sup / n),
-            "max_loss": float(max_loss),
+            "n_cells": n,
+            "n_suppressed": n_sup,
+            "n_released": n - n_sup,
+            "share_suppressed": n_sup / n,
+            "max_loss": self.kappa if below_r else 0.0,
             "h": self.h,
             "r": self.r,
             "alpha": self.alpha,
@@ -319,39 +240,41 @@ class TableRelease:
         Prop 8 gives no guarantee). Default ``hs``: R_MIN, ..., 2h."""
         grid = np.arange(R_MIN, 2 * self.h + 1) if hs is None else np.asarray(hs)
         if grid.ndim != 1 or grid.size == 0 or not np.all(grid == np.round(grid)):
-            raise ValidationError(f"hs must be a 1-d list of integer thresholds; got {hs!r}")
+            raise ValidationError(f"hs must be a 1-d list of integer thresholds; got {hs!r:.60}")
         grid = grid.astype(np.int64)
         low = max(R_MIN, self.r) if self.r_explicit else R_MIN
         kappas = np.array(
-            [np.inf if h < low else self.receiver.kappa(int(h)) for h in grid],
-            dtype=np.float64,
+            [np.inf if h < low else self.receiver.kappa(int(h)) for h in grid], dtype=np.float64
         )
         return grid, kappas
 
-    @property
-    def published(self) -> pl.DataFrame:
-        """What may be published: the key columns and the count column (null where suppressed).
+    # ------------------------------------------------------------------ the pipeline protocol
+    def published_files(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import write_frame
 
-        The ``loss`` column is *not* in it: when r < h it tells whether a suppressed count is
-        below r, which the release itself does not reveal. It stays in :attr:`table` for the
-        custodian's report only.
-        """
-        return self.table.select(*self.keys, self.count)
+        name = f"released.{table_format}"
+        return {name: write_frame(self.published)(name)}
+
+    def custodian(self, table_format: str) -> dict[str, Any]:
+        return {}
+
+    def expected(self, name: str) -> pl.DataFrame | None:
+        return self.published if Path(name).stem == "released" else None
+
+    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
+        from persuasive.release.table_report import table_report
+
+        return table_report(self, document, target_kappa)
 
     def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write the publishable table (:attr:`published`) to ``path`` (``.csv``, ``.parquet``
-        or ``.pq``), atomically: suppressed cells are empty (CSV) or null (Parquet); on error
-        nothing is left behind."""
+        """Write the publishable table to ``path`` (``.csv``, ``.parquet`` or ``.pq``),
+        atomically: suppressed cells are empty (CSV) or null (Parquet)."""
+        from persuasive._io import atomic_write
+        from persuasive.release.pipeline import write_frame
+
         p = Path(path)
-        suffix = p.suffix.lower()
-        out = self.published
-        if suffix == ".csv":
-            return atomic_write(p, lambda tmp: out.write_csv(tmp))
-        if suffix in _PARQUET:
-            return atomic_write(p, lambda tmp: out.lazy().sink_parquet(tmp))
-        raise ValidationError(
-            f"output file '{p}' must end in .csv, .parquet or .pq; got suffix '{suffix}'"
-        )
+        rd.format_of(p, role="output file")
+        return atomic_write(p, write_frame(self.published)(p.name))
 
 
 def release_table(
@@ -362,6 +285,7 @@ def release_table(
     h: int,
     receiver: Receiver,
     r: int | None = None,
+    target_kappa: float | None = None,
 ) -> TableRelease:
     r"""Suppress every cell below h and certify the release by Prop 8 (Bon et al. 2026).
 
@@ -371,11 +295,13 @@ def release_table(
     Parameters
     ----------
     source : path or polars DataFrame / LazyFrame
-        A CSV or Parquet file (read lazily), or a frame: one row per cell.
+        A CSV or Parquet file, or a frame: one row per cell.
     keys : str or list of str
-        Key columns identifying a cell (no nulls, no duplicates).
+        Key columns identifying a cell (no missing key, no duplicate). CSV keys are text
+        exactly as written.
     count : str
-        The count column: non-negative integers (integer-valued floats accepted).
+        The count column: whole numbers >= 0 (CSV: digits only; Parquet: an integer type, or a
+        float type holding integral values), at most 2^63 − 1.
     h : int
         Suppression threshold: cells with count < h are suppressed.
     receiver : Receiver
@@ -383,6 +309,8 @@ def release_table(
     r : int, optional
         Score threshold of :math:`L^r` (counts >= r are inherently private), ``r <= h``;
         default h.
+    target_kappa : float, optional
+        The κ the Sender asked for: the certificate holds only if κ is at most it.
 
     Returns
     -------
@@ -391,17 +319,18 @@ def release_table(
     Raises
     ------
     ValidationError
-        Bad parameters, or bad data: an empty table, a missing column, a text count column,
-        null/NaN/negative/fractional counts, null or duplicated keys (naming column and row).
+        Bad parameters, or bad data, naming the column and row: an empty table, a missing
+        column, a column named twice, a count that is not a whole number (e.g. ``3.0``), is
+        negative, missing or above 2^63 − 1, a missing or duplicated key.
 
     Examples
     --------
     >>> import polars as pl
     >>> from persuasive.classes.receivers import PoissonReceiver
-    >>> df = pl.DataFrame({"area": ["a", "b", "c"], "n": [0, 4, 12]})
+    >>> df = pl.DataFrame({"area": ["01", "02", "03"], "n": [0, 4, 12]})
     >>> rel = release_table(df, keys="area", count="n", h=5, receiver=PoissonReceiver(0, 3))
-    >>> rel.table.select("n", "suppressed").rows()
-    [(None, True), (None, True), (12, False)]
+    >>> rel.published.rows()
+    [('01', None), ('02', None), ('03', 12)]
     >>> round(rel.certificate.kappa, 6), rel.certificate.basis
     (0.204244, 'Prop 8 (Bon et al. 2026)')
     """
@@ -418,37 +347,10 @@ def release_table(
             f"the Receiver model {receiver!r} puts no prior mass below h = {h_} (alpha = 0), so "
             "Prop 8 gives no guarantee; raise h or widen the model"
         )
-    kappa = kappa_of(alpha)
-    lf = _scan(source)
-    try:
-        schema = lf.collect_schema()
-        if schema.get(cnt) == pl.String and lf.select(pl.len()).collect().item() == 0:
-            # a header-only CSV reads as text columns: say what is really wrong
-            raise ValidationError("the table is empty (no rows); a release needs at least one cell")
-        dtype = _check_schema(schema, ks, cnt)
-        lf = lf.select(*ks, cnt).with_row_index(_ROW)
-        checks = _checks(ks, cnt, dtype)
-        c = pl.col(cnt)
-        released = lf.select(
-            *ks,
-            pl.when(c < h_).then(None).otherwise(c).alias(cnt),
-            (c < h_).alias("suppressed"),
-            pl.when(c < r_).then(pl.lit(kappa)).otherwise(pl.lit(0.0)).alias("loss"),
-        )
-        # one scan of the source feeds both the checks and the release
-        stats, table = pl.collect_all([_stats_query(lf, ks, checks), released])
-        _raise_first_problem(stats, lf, ks, cnt, checks)
-    except pl.exceptions.PolarsError as exc:
-        raise ValidationError(f"cannot read the table: {_first_line(exc)}") from None
-    if not stats["sorted"][0]:
-        _check_unique(table, ks)
-    if dtype.is_float():  # integer-valued (checked): publish integers; overflow is an error
-        try:
-            table = table.with_columns(pl.col(cnt).cast(pl.Int64, strict=True))
-        except pl.exceptions.PolarsError:
-            raise ValidationError(
-                f"count column '{cnt}' holds a count too large for a 64-bit integer; check it"
-            ) from None
-    definition = PersuasivePrivacy(SmallCellLogScore(r=r_), SmallCellClass(h_, alpha), kappa, 0.0)
-    cert = certify(CellSuppression(h_), definition)
-    return TableRelease(table, cert, receiver, h_, r_, ks, cnt, r_explicit=r is not None)
+    params = TableParams(h_, r_, receiver, ks, cnt, target_kappa)
+    body = TABLE_KIND.certify(params)
+    cells = read_cells(source, ks, cnt)
+    c = pl.col(cnt)
+    published = cells.select(*ks, pl.when(c < h_).then(None).otherwise(c).alias(cnt))
+    cert = body.certificate
+    return TableRelease(published, cert, params, cells, r_explicit=r is not None)

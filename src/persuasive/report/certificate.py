@@ -1,29 +1,41 @@
-r"""The certificate of a release as versioned, canonical JSON (Assumption 1, Bon et al. 2026).
+r"""The certificate document: canonical, strict JSON in which every field is recomputable.
 
-A certificate states *what* was proven about a release — the mechanism and the definition (the
-spec), the guarantee :math:`(\kappa, \delta)`, the theorem it rests on and whether κ is exact —
-and **nothing computed from the data** (Assumption 1: the guarantee is a property of the
-mechanism and the prior class, not of the table). Two releases of different data under the
-same spec therefore produce byte-identical certificate files, and anyone can re-check a
-certificate from the spec alone (:func:`persuasive.report.verify.verify_certificate`).
+A certificate accompanies a publication and states what was proven about it. Its fields fall
+in three groups, and ``persuasive verify`` treats each its own way
+(:mod:`persuasive.report.verify`; ``docs/release.md`` lists them per kind):
 
-Format (``format_version`` 1)::
+* the **claim** — the data-independent inputs of the proof (the mechanism, the Receiver class,
+  the published column names, the target κ), from which everything else follows;
+* **recomputed fields** — ``guarantee`` (whether it holds, κ, δ, exactness, the proposition it
+  rests on, the guarantee as a sentence), ``notes`` and any kind-specific section: the verifier
+  recomputes them from the claim (and, for a table with margins, from the publication) and
+  compares them *exactly*;
+* the **publication** — the SHA-256 and size of every published file and the facts read from
+  them (cells, suppressed cells …): recomputed from the files when ``--published`` gives them.
+
+``library.version`` cannot be recomputed (another version may verify); it is bound, with every
+other byte of the document, by ``digest``: the SHA-256 of the canonical JSON of the document
+without ``digest``. The digest is not a signature (anyone can recompute it); it makes every
+edit of a field that is not recomputed visible, while every field that matters is recomputed.
+
+Format (``format_version`` 2)::
 
     {
-      "format": "persuasive-certificate",
-      "format_version": 1,
+      "format": "persuasive-certificate", "format_version": 2, "kind": "table",
       "library": {"name": "persuasive-privacy", "version": "..."},
-      "spec": {...},              # mechanism + definition (+ data-independent metadata)
-      "spec_sha256": "...",       # SHA-256 of the canonical JSON of "spec"
-      "guarantee": {"kappa": ..., "delta": ...},
-      "basis": "Prop 8 (Bon et al. 2026)",
-      "exact": true,
-      "notes": [...]
+      "claim": {...},
+      "guarantee": {"holds": true, "kappa": 1.52, "delta": 0.0, "exact": true,
+                    "basis": "Prop 8 (Bon et al. 2026)", "statement": "..."},
+      "notes": [...],
+      "publication": {"files": [{"name": "released.csv", "sha256": "...", "bytes": 123}], ...},
+      "digest": "sha256:..."
     }
 
-The canonical JSON of a value is ``json.dumps(value, sort_keys=True, separators=(",", ":"),
-ensure_ascii=False)`` encoded as UTF-8, with floats written by ``repr`` (shortest round-trip)
-and non-finite floats written as the strings ``"inf"``, ``"-inf"``, ``"nan"``.
+**Canonical JSON** is ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+ensure_ascii=False, allow_nan=False)`` encoded as UTF-8: floats are written by ``repr`` (the
+shortest text that reads back to the same float), an infinite κ is the string ``"inf"``, and a
+NaN is refused. Reading is strict too (:func:`loads`): ``NaN`` / ``Infinity`` literals, a key
+given twice and nesting deeper than :data:`MAX_DEPTH` are refused.
 """
 
 from __future__ import annotations
@@ -31,31 +43,57 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from persuasive._io import atomic_write_text
 from persuasive.errors import ValidationError
-from persuasive.results import Certificate
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "LIBRARY_NAME",
+    "canonical",
+    "canonical_json",
+    "diff",
+    "digest_of",
+    "dumps",
+    "envelope",
+    "loads",
+    "sha256_of",
+]
 
 #: The ``format`` tag of a certificate document.
 FORMAT = "persuasive-certificate"
-#: The ``format_version`` written by this library; :data:`SUPPORTED_VERSIONS` can be read.
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
+#: The ``format_version`` written and read by this library.
+FORMAT_VERSION = 2
+SUPPORTED_VERSIONS: tuple[int, ...] = (2,)
 #: The distribution name recorded under ``library.name``.
 LIBRARY_NAME = "persuasive-privacy"
+#: The top-level fields of every certificate, in the order a reader meets them.
+FIELDS = (
+    "format",
+    "format_version",
+    "kind",
+    "library",
+    "claim",
+    "guarantee",
+    "notes",
+    "publication",
+    "digest",
+)
+#: The fields of ``guarantee``.
+GUARANTEE_FIELDS = ("holds", "kappa", "delta", "exact", "basis", "statement")
+#: The deepest nesting a certificate may have (a deeper document is refused, not recursed into).
+MAX_DEPTH = 64
 
 
 def canonical(value: Any) -> Any:
     """Convert ``value`` to plain JSON types: dicts with str keys, lists, str, int, float, bool.
 
-    Tuples and numpy arrays become lists, numpy scalars Python scalars, non-finite floats the
-    strings ``"inf"``, ``"-inf"`` and ``"nan"``.
+    Tuples and numpy arrays become lists, numpy scalars Python scalars, ±∞ the strings
+    ``"inf"`` and ``"-inf"``; a NaN is refused (a certificate never states a NaN).
 
     Examples
     --------
@@ -69,9 +107,9 @@ def canonical(value: Any) -> Any:
         return int(value)
     if isinstance(value, (np.floating, float)):
         x = float(value)
-        if math.isfinite(x):
-            return x
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        if math.isnan(x):
+            raise ValidationError("a certificate cannot state NaN (not a number)")
+        return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
     if isinstance(value, np.ndarray):
         return [canonical(v) for v in value.tolist()]
     if isinstance(value, (list, tuple)):
@@ -82,7 +120,7 @@ def canonical(value: Any) -> Any:
         return value
     raise ValidationError(
         f"a certificate can only hold JSON values (numbers, strings, lists, tables); "
-        f"got {type(value).__name__} {value!r}"
+        f"got {type(value).__name__} {value!r:.80}"
     )
 
 
@@ -93,129 +131,29 @@ def canonical_json(value: Any) -> str:
     )
 
 
-def spec_sha256(spec: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the UTF-8 canonical JSON of a spec document.
+def sha256_of(value: Any) -> str:
+    """SHA-256 (hex) of the UTF-8 canonical JSON of ``value``.
 
     Examples
     --------
-    >>> spec_sha256({"b": 1, "a": [0.1, 2]}) == spec_sha256({"a": [0.1, 2], "b": 1})
+    >>> sha256_of({"b": 1, "a": [0.1, 2]}) == sha256_of({"a": [0.1, 2], "b": 1})
     True
     """
-    return hashlib.sha256(canonical_json(spec).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
 
 
-def _library_version() -> str:
-    import persuasive
-
-    return str(persuasive.__version__)
-
-
-def _certify_spec(spec: Mapping[str, Any]) -> Certificate:
-    from persuasive.certify import certify
-    from persuasive.spec import TOP_LEVEL, spec_from_dict
-
-    parsed = spec_from_dict({k: v for k, v in spec.items() if k in TOP_LEVEL})
-    return certify(parsed.mechanism, parsed.definition)
+def digest_of(doc: Mapping[str, Any]) -> str:
+    """``"sha256:<hex>"`` of the canonical JSON of ``doc`` without its ``digest`` field."""
+    return "sha256:" + sha256_of({k: v for k, v in doc.items() if k != "digest"})
 
 
-def full_spec(release_or_spec: Any) -> Any:
-    """The spec document of a release with its data-independent metadata merged in.
-
-    A release carries the spec proper as ``.spec`` (what :func:`persuasive.spec.spec_from_dict`
-    reads) and may carry metadata beside it as ``.metadata`` (e.g. ``"receiver"``, the Receiver
-    model α was derived from); the certificate states both. A mapping is returned as it is.
-    """
-    if isinstance(release_or_spec, Mapping):
-        return release_or_spec
-    spec = getattr(release_or_spec, "spec", None)
-    metadata = getattr(release_or_spec, "metadata", None)
-    if not isinstance(spec, Mapping) or not isinstance(metadata, Mapping):
-        return spec
-    clash = sorted(set(spec) & set(metadata))
-    if clash:
-        raise ValidationError(
-            f"release.metadata must not redefine spec keys; both define {', '.join(clash)}"
-        )
-    return {**spec, **metadata}
-
-
-def certificate_document(
-    release_or_spec: Any, certificate: Certificate | None = None
-) -> dict[str, Any]:
-    """The certificate document of a release (or of a spec and its certificate).
-
-    Parameters
-    ----------
-    release_or_spec : release object or mapping
-        A release (anything with ``.spec``, a spec document, ``.certificate`` and optionally
-        ``.metadata``, data-independent keys stated beside the spec), or a spec
-        document itself (the TOML schema of ``docs/cli.md``, possibly with data-independent
-        metadata keys such as ``"receiver"``).
-    certificate : Certificate, optional
-        The certificate to state; default: the release's, or for a bare spec the one
-        :func:`persuasive.certify` proves for it.
-
-    Returns
-    -------
-    dict
-        The versioned document described in the module docstring. Only the spec and the
-        certificate's data-independent fields (κ, δ, basis, exactness, notes) enter it; the
-        release's table, values and summary never do (Assumption 1).
-
-    Raises
-    ------
-    ValidationError
-        If the spec is not a mapping with ``mechanism`` and ``definition`` tables or holds a
-        value that is not JSON.
+def dumps(doc: Mapping[str, Any]) -> str:
+    """The byte-stable text of a document: sorted keys, two-space indentation, UTF-8, one
+    trailing newline; NaN refused.
 
     Examples
     --------
-    >>> spec = {"mechanism": {"type": "cell_suppression", "h": 5},
-    ...         "definition": {"kind": "pp", "kappa": 1.7, "delta": 0.0,
-    ...                        "scores": [{"type": "small_cell_log", "r": 5}],
-    ...                        "priors": {"class": "small_cell", "h": 5, "alpha": 0.2}}}
-    >>> doc = certificate_document(spec)
-    >>> doc["format"], doc["basis"], round(doc["guarantee"]["kappa"], 6)
-    ('persuasive-certificate', 'Prop 8 (Bon et al. 2026)', 1.609438)
-    """
-    spec = full_spec(release_or_spec)
-    if not isinstance(release_or_spec, Mapping):
-        if certificate is None:
-            certificate = getattr(release_or_spec, "certificate", None)
-    if not isinstance(spec, Mapping) or "mechanism" not in spec or "definition" not in spec:
-        raise ValidationError(
-            "release.spec must be a spec document with 'mechanism' and 'definition' tables "
-            f"(docs/cli.md); got {spec!r:.80}"
-        )
-    spec_doc = canonical(spec)
-    if certificate is None:
-        certificate = _certify_spec(spec)
-    if not isinstance(certificate, Certificate):
-        raise ValidationError(
-            f"certificate must be a persuasive.results.Certificate; got {certificate!r:.80}"
-        )
-    return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "library": {"name": LIBRARY_NAME, "version": _library_version()},
-        "spec": spec_doc,
-        "spec_sha256": spec_sha256(spec_doc),
-        "guarantee": canonical({"kappa": certificate.kappa, "delta": certificate.delta}),
-        "basis": certificate.basis,
-        "exact": bool(certificate.exact),
-        "notes": [str(n) for n in certificate.notes],
-    }
-
-
-def dumps_certificate(doc: Mapping[str, Any]) -> str:
-    """The canonical, byte-stable text of a certificate document.
-
-    Sorted keys, two-space indentation, floats by ``repr``, ``inf`` as the string ``"inf"``,
-    UTF-8 characters kept as they are, one trailing newline.
-
-    Examples
-    --------
-    >>> print(dumps_certificate({"b": float("inf"), "a": 1}), end="")
+    >>> print(dumps({"b": float("inf"), "a": 1}), end="")
     {
       "a": 1,
       "b": "inf"
@@ -225,20 +163,164 @@ def dumps_certificate(doc: Mapping[str, Any]) -> str:
     return text + "\n"
 
 
-def write_certificate(path: str | os.PathLike[str], release: Any) -> Path:
-    """Write the certificate of ``release`` to ``path`` (atomically; JSON, UTF-8).
+class _Strict:
+    """``json.loads`` hooks that refuse NaN/Infinity literals and keys given twice."""
 
-    Parameters
-    ----------
-    path : str or path-like
-        Destination file, typically ``certificate.json``; its folder is created if needed.
-    release : release object or mapping
-        As for :func:`certificate_document`.
+    def __init__(self) -> None:
+        self.twice: list[str] = []
 
-    Returns
-    -------
-    Path
-        ``path``.
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in pairs:
+            if k in out:
+                self.twice.append(k)
+            out[k] = v
+        return out
+
+    @staticmethod
+    def constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON (a certificate states an infinite κ as \"inf\")")
+
+
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def loads(text: str, *, source: str = "certificate") -> tuple[dict[str, Any], list[str]]:
+    """Parse a certificate strictly; return the document and the keys that appeared twice.
+
+    Raises ValidationError (naming ``source``) for text that is not strict JSON, nests deeper
+    than :data:`MAX_DEPTH`, or is not a JSON object.
     """
-    text = dumps_certificate(certificate_document(release))
-    return atomic_write_text(path, text)
+    if _depth(text) > MAX_DEPTH:
+        raise ValidationError(
+            f"{source} nests deeper than {MAX_DEPTH} levels; it is not a persuasive certificate"
+        )
+    hooks = _Strict()
+    try:
+        doc = json.loads(text, object_pairs_hook=hooks.pairs, parse_constant=hooks.constant)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            f"{source} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    except (ValueError, RecursionError) as exc:
+        raise ValidationError(f"{source} is not strict JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValidationError(f"{source} must hold a JSON object; got {type(doc).__name__}")
+    return doc, hooks.twice
+
+
+def envelope(
+    kind: str,
+    claim: Mapping[str, Any],
+    guarantee: Mapping[str, Any],
+    notes: list[str],
+    publication: Mapping[str, Any],
+    *,
+    version: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The canonical certificate document, with its digest.
+
+    ``version`` is the library version to state (default: this one); ``extra`` adds
+    kind-specific recomputed sections (e.g. the cells of a table with margins).
+    """
+    if version is None:
+        import persuasive
+
+        version = str(persuasive.__version__)
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "library": {"name": LIBRARY_NAME, "version": version},
+        "claim": canonical(claim),
+        "guarantee": canonical({k: guarantee[k] for k in GUARANTEE_FIELDS}),
+        "notes": [str(n) for n in notes],
+        "publication": canonical(publication),
+        **canonical(dict(extra or {})),
+    }
+    doc["digest"] = digest_of(doc)
+    return doc
+
+
+# --------------------------------------------------------------------------------------------
+# Field-by-field comparison
+# --------------------------------------------------------------------------------------------
+
+
+def _show(x: Any) -> str:
+    if isinstance(x, float):
+        return "inf" if math.isinf(x) else repr(x)
+    if isinstance(x, str):
+        text = repr(x)
+        return text if len(text) <= 90 else text[:87] + "...'"
+    if isinstance(x, (dict, list)):
+        text = canonical_json(x)
+        return text if len(text) <= 90 else text[:87] + "..."
+    return json.dumps(x)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Exact equality of JSON values, with types: ``1`` is not ``1.0``, ``true`` not ``1``."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    return bool(a == b)
+
+
+def diff(stated: Any, expected: Any, path: str = "", *, label: Any = None) -> list[str]:
+    """One sentence per difference between two JSON values, naming each field by its path.
+
+    ``label(path, index, entry)`` may name list entries (e.g. a cell by its key) instead of by
+    position. Extra and missing keys are named as such.
+
+    Examples
+    --------
+    >>> diff({"a": 1, "b": [1, 2], "x": 0}, {"a": 1.0, "b": [1, 3]})
+    ['a: stated 1, recomputed 1.0', 'b[1]: stated 2, recomputed 3', 'x: not a field of this certificate (stated 0)']
+    """
+    out: list[str] = []
+    if isinstance(stated, dict) and isinstance(expected, dict):
+        for k in sorted(set(stated) | set(expected), key=str):
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in expected:
+                out.append(f"{sub}: not a field of this certificate (stated {_show(stated[k])})")
+            elif k not in stated:
+                out.append(f"{sub}: missing (recomputed {_show(expected[k])})")
+            else:
+                out += diff(stated[k], expected[k], sub, label=label)
+        return out
+    if isinstance(stated, list) and isinstance(expected, list):
+        if len(stated) != len(expected):
+            return [
+                f"{path}: {len(stated)} entries stated, {len(expected)} recomputed "
+                f"(stated {_show(stated)}, recomputed {_show(expected)})"
+            ]
+        for i, (a, b) in enumerate(zip(stated, expected, strict=True)):
+            name = label(path, i, b) if label is not None else None
+            out += diff(a, b, f"{path}[{i if name is None else name}]", label=label)
+        return out
+    if not _same(stated, expected):
+        out.append(f"{path}: stated {_show(stated)}, recomputed {_show(expected)}")
+    return out

@@ -9,16 +9,11 @@ URL, no external reference. A tiny inline script records, once the page has load
 from __future__ import annotations
 
 import base64
-import functools
 import html
 import os
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Any
 
-from persuasive._io import atomic_write
-from persuasive.report.content import ReportContent, report_content
+from persuasive.report.content import ReportContent, Section
 from persuasive.report.markdown import render_markdown
 
 _CSS = """
@@ -34,6 +29,7 @@ th { background: #f3f3f3; }
 td.k { font-weight: 600; white-space: nowrap; }
 td.hash { font-family: monospace; font-size: .8rem; word-break: break-all; }
 td.sup { color: #999; font-style: italic; }
+p.statement { font-size: .95rem; }
 figure { margin: 1.5rem 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: .9rem; color: #555; }
@@ -58,51 +54,35 @@ def _e(text: str) -> str:
 def _pairs(rows: list[tuple[str, str]]) -> str:
     out = []
     for key, value in rows:
-        cls = "hash" if "SHA-256" in key else ""
+        cls = "hash" if ("SHA-256" in key or key == "digest") else ""
         out.append(f'<tr><td class="k">{_e(key)}</td><td class="{cls}">{_e(value)}</td></tr>')
     return "<table>\n" + "\n".join(out) + "\n</table>"
 
 
-def _preview(content: ReportContent) -> str:
-    if not content.preview_columns:
-        return ""
-    head = "".join(f"<th>{_e(c)}</th>" for c in content.preview_columns)
-    body = []
-    for row in content.preview_rows:
-        cells = "".join(
-            f'<td class="sup">{_e(v)}</td>' if v == "suppressed" else f"<td>{_e(v)}</td>"
-            for v in row
+def _section(sec: Section) -> str:
+    parts = [f"<h2>{_e(sec.title)}</h2>"]
+    if sec.pairs:
+        parts.append(_pairs(sec.pairs))
+    if sec.columns:
+        head = "".join(f"<th>{_e(c)}</th>" for c in sec.columns)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f'<td class="sup">{_e(c)}</td>' if c == "suppressed" else f"<td>{_e(c)}</td>"
+                for c in row
+            )
+            + "</tr>"
+            for row in sec.rows
         )
-        body.append(f"<tr>{cells}</tr>")
-    note = " (suppressed cells are published as missing, not as zero)" * (content.kind == "table")
-    return (
-        f"<p>First {len(content.preview_rows)} of {content.preview_total} released rows"
-        f"{note}:</p>\n"
-        f"<table>\n<tr>{head}</tr>\n" + "\n".join(body) + "\n</table>"
-    )
+        parts.append(f"<table><tr>{head}</tr>{body}</table>")
+    if sec.text:
+        parts.append(f'<p class="statement">{_e(sec.text)}</p>')
+    return "\n".join(parts)
 
 
 def render_html(content: ReportContent) -> str:
-    """The self-contained HTML page of a report.
-
-    Parameters
-    ----------
-    content : ReportContent
-        From :func:`persuasive.report.content.report_content`.
-
-    Returns
-    -------
-    str
-        An HTML5 document with inline CSS, inline images and no external reference.
-    """
-    figures = []
-    for fig in content.figures:
-        data = base64.b64encode(fig.png).decode("ascii")
-        figures.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{_e(fig.caption)}" '
-            f'width="640" height="400"><figcaption>{_e(fig.caption)}</figcaption></figure>'
-        )
-    notes = "".join(f"<li>{_e(n)}</li>" for n in content.notes)
+    """The self-contained HTML page of a report: inline CSS, inline images, no external
+    reference."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -114,79 +94,43 @@ def render_html(content: ReportContent) -> str:
         f"<h1>{_e(content.title)}</h1>",
         "<h2>The guarantee</h2>",
         f'<p class="guarantee">{_e(content.sentence)}</p>',
-        "<h2>What was released</h2>",
-        _pairs(content.released),
-        _preview(content),
-        "<h2>The certificate</h2>",
-        _pairs(content.certificate),
-        f'<ul class="notes">{notes}</ul>' if notes else "",
-        "<p>Anyone can re-check the certificate from its spec alone, without the data: "
-        "<code>persuasive verify CERTIFICATE.json</code>.</p>",
-        "<h2>Figures</h2>",
-        *figures,
-        "</body></html>",
+        *(_section(sec) for sec in content.sections),
     ]
-    return "\n".join(p for p in parts if p) + "\n"
+    if content.notes:
+        parts.append(
+            '<h2>Notes</h2><ul class="notes">'
+            + "".join(f"<li>{_e(n)}</li>" for n in content.notes)
+            + "</ul>"
+        )
+    if content.figures:
+        parts.append("<h2>Figures</h2>")
+    for fig in content.figures:
+        data = base64.b64encode(fig.png).decode("ascii")
+        parts.append(
+            f'<figure><img src="data:image/png;base64,{data}" alt="{_e(fig.caption)}" '
+            f'width="640" height="400"><figcaption>{_e(fig.caption)}</figcaption></figure>'
+        )
+    return "\n".join([*parts, "</body></html>"]) + "\n"
 
 
-def _write_file(tmp: Path, *, data: bytes) -> None:
-    tmp.write_bytes(data)
-    tmp.chmod(0o644)  # the temporary file is private (mkstemp); a report is for sharing
+def write_report(directory: str | os.PathLike[str], content: ReportContent) -> dict[str, Path]:
+    """Write ``report.html``, ``report.md`` and the PNG figures into ``directory``.
 
-
-def _write_all(directory: Path, files: dict[str, str | bytes]) -> dict[str, Path]:
-    out = {}
-    for name, data in files.items():
-        raw = data.encode("utf-8") if isinstance(data, str) else data
-        out[name] = atomic_write(directory / name, functools.partial(_write_file, data=raw))
-    return out
-
-
-def write_report(
-    directory: str | os.PathLike[str], release: Any, *, target_kappa: float | None = None
-) -> dict[str, Path]:
-    """Write the report of a release: ``report.html``, ``report.md`` and its PNG figures.
-
-    Everything is computed in memory first. If ``directory`` does not exist, the files are
-    written into a temporary folder beside it which is then renamed onto ``directory``;
-    otherwise each file is replaced atomically. Either way an error leaves nothing behind.
-
-    Parameters
-    ----------
-    directory : str or path-like
-        The report folder.
-    release : release object
-        A table, mean or group-means release (:mod:`persuasive.report.content`).
-    target_kappa : float, optional
-        The κ the Sender asked for (drawn on the calibration curve).
+    The folder is created; the release pipeline calls this inside its private output folder,
+    which is renamed into place only once everything is written (so nothing half-written is
+    ever visible).
 
     Returns
     -------
     dict of str to Path
         ``"html"``, ``"markdown"`` and one entry per figure (its file name without suffix).
     """
-    content = report_content(release, target_kappa=target_kappa)
-    files: dict[str, str | bytes] = {fig.name: fig.png for fig in content.figures}
-    files["report.md"] = render_markdown(content)
-    files["report.html"] = render_html(content)
     dest = Path(directory)
-    if dest.exists() and not dest.is_dir():
-        from persuasive.errors import ValidationError
-
-        raise ValidationError(f"report directory '{dest}' exists and is not a folder")
-    if dest.is_dir():
-        written = _write_all(dest, files)
-    else:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
-        try:
-            tmp.chmod(0o755)  # mkdtemp makes it private; a report folder is for sharing
-            _write_all(tmp, files)
-            os.rename(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        written = {name: dest / name for name in files}
-    result = {"html": written["report.html"], "markdown": written["report.md"]}
-    result.update({Path(n).stem: p for n, p in written.items() if n.endswith(".png")})
-    return result
+    dest.mkdir(parents=True, exist_ok=True)
+    out = {"html": dest / "report.html", "markdown": dest / "report.md"}
+    for fig in content.figures:
+        (dest / fig.name).write_bytes(fig.png)
+        out[Path(fig.name).stem] = dest / fig.name
+    out["markdown"].write_text(render_markdown(content), encoding="utf-8")
+    out["html"].write_text(render_html(content), encoding="utf-8")
+    return out

@@ -16,41 +16,23 @@ def _pairs(rows: list[tuple[str, str]]) -> list[str]:
 
 
 def render_markdown(content: ReportContent) -> str:
-    """The Markdown text of a report; figures are linked by their file names (relative).
-
-    Parameters
-    ----------
-    content : ReportContent
-        From :func:`persuasive.report.content.report_content`.
-
-    Returns
-    -------
-    str
-        Markdown ending with a newline.
-    """
+    """The Markdown text of a report; figures are linked by their file names (relative)."""
     lines = [f"# {content.title}", "", "## The guarantee", "", f"> {content.sentence}", ""]
-    lines += ["## What was released", "", *_pairs(content.released), ""]
-    if content.preview_columns:
-        shown = len(content.preview_rows)
-        lines += [
-            f"First {shown} of {content.preview_total} released rows"
-            + (" (suppressed cells are missing, not zero):" if content.kind == "table" else ":"),
-            "",
-            "| " + " | ".join(map(_cell, content.preview_columns)) + " |",
-            "|" + "---|" * len(content.preview_columns),
-        ]
-        lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in content.preview_rows]
-        lines.append("")
-    lines += ["## The certificate", "", *_pairs(content.certificate), ""]
+    for sec in content.sections:
+        lines += [f"## {sec.title}", ""]
+        if sec.pairs:
+            lines += [*_pairs(sec.pairs), ""]
+        if sec.columns:
+            lines += ["| " + " | ".join(map(_cell, sec.columns)) + " |"]
+            lines += ["|" + "---|" * len(sec.columns)]
+            lines += ["| " + " | ".join(map(_cell, row)) + " |" for row in sec.rows]
+            lines.append("")
+        if sec.text:
+            lines += [sec.text, ""]
     if content.notes:
-        lines += ["Notes:", "", *[f"- {_cell(n)}" for n in content.notes], ""]
-    lines += [
-        "Anyone can re-check the certificate from its spec alone, without the data: "
-        "`persuasive verify CERTIFICATE.json`.",
-        "",
-        "## Figures",
-        "",
-    ]
+        lines += ["## Notes", "", *[f"- {_cell(n)}" for n in content.notes], ""]
+    if content.figures:
+        lines += ["## Figures", ""]
     for fig in content.figures:
         lines += [f"![{_cell(fig.caption)}]({fig.name})", "", f"*{_cell(fig.caption)}*", ""]
     return "\n".join(lines).rstrip("\n") + "\n"

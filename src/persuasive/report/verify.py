@@ -1,51 +1,31 @@
-r"""Re-check a certificate from its spec alone (``persuasive verify CERT.json``).
+r"""``persuasive verify``: re-derive a certificate and say exactly what it claims.
 
-:func:`verify_certificate` reads a certificate document (:mod:`persuasive.report.certificate`),
-checks that ``spec_sha256`` is the hash of the spec, rebuilds the mechanism and the definition
-from the spec, proves the guarantee again with :func:`persuasive.certify` and compares, field by
-field:
+:func:`verify_certificate` reads a certificate strictly (:func:`persuasive.report.certificate.loads`),
+reads the parameters of its claim, recomputes **every** field from them by the code of its kind
+(:mod:`persuasive.report.kinds`) — the canonical claim, the guarantee, the notes, any
+kind-specific section, and, when the publication is given, the publication section and the
+checks a publication must pass — and compares the stated document with the recomputed one
+field by field, exactly. ``library.version`` is the one field that is not recomputed; it is
+bound, like everything else, by the document's ``digest``.
 
-* ``guarantee.kappa`` must be at least the proven κ (up to ``LOSS_ATOL``): a stated κ below
-  the proof is a claim the theorem does not support;
-* the guarantee must hold: the proven κ is at most the definition's κ (``spec.definition.kappa``);
-* ``guarantee.delta``, ``basis`` and ``exact`` must equal the recomputed ones;
-* when the spec carries a Receiver model (``spec.receiver``, a table with a ``model`` key) and a
-  small-cell prior class, the class's α must be the α the model gives at the class's h
-  (:func:`persuasive.classes.receivers.receiver_from_dict`).
-
-No data is needed: by Assumption 1 the certificate does not depend on it.
+The outcome (:class:`Verification`) separates two questions: whether the certificate is
+**consistent** (nothing edited: no mismatch) and whether it **claims a guarantee** that holds
+(``guarantee.holds``). Only a consistent certificate that claims a guarantee is *verified*.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from persuasive import _tolerances as tol
 from persuasive.errors import PersuasiveError, ValidationError
-from persuasive.report.certificate import FORMAT, SUPPORTED_VERSIONS, spec_sha256
-from persuasive.results import Certificate
+from persuasive.report import certificate as cd
+from persuasive.report.kinds import Publication, kind_of
 
-if TYPE_CHECKING:
-    from persuasive.report.verify_margins import MarginsVerification
-
-#: Top-level keys every certificate document must have.
-REQUIRED_KEYS: tuple[str, ...] = (
-    "format",
-    "format_version",
-    "library",
-    "spec",
-    "spec_sha256",
-    "guarantee",
-    "basis",
-    "exact",
-    "notes",
-)
+__all__ = ["Verification", "locate_publication", "recompute", "verify_certificate"]
 
 
 @dataclass(frozen=True)
@@ -55,240 +35,259 @@ class Verification:
     Attributes
     ----------
     ok : bool
-        True when every stated field agrees with the recomputation and the guarantee holds.
+        Verified: consistent, and the certificate claims a guarantee that holds as stated.
+    consistent : bool
+        No field disagrees with its recomputation (and the publication, if given, passes).
+    claims : bool
+        The recomputed ``guarantee.holds``: the certificate claims a guarantee.
     mismatches : tuple of str
-        One sentence per disagreeing field, naming the field, the stated and the recomputed
-        value.
-    recomputed : Certificate or None
-        The certificate proven again from the spec (None if the spec could not be rebuilt or
-        no theorem covers it).
+        One sentence per disagreeing field, naming it (``guarantee.kappa: stated 100,
+        recomputed 1.52``), or per problem of the publication.
+    statement : str
+        The recomputed guarantee in one sentence (what the certificate may honestly claim).
+    kind : str
+        The certificate's kind.
+    published_checked : bool
+        Whether the publication was read and checked.
+    recomputed : dict or None
+        The recomputed document (None if the claim could not be read).
     """
 
     ok: bool
+    consistent: bool
+    claims: bool
     mismatches: tuple[str, ...]
-    recomputed: Certificate | None
+    statement: str = ""
+    kind: str = ""
+    published_checked: bool = False
+    recomputed: dict[str, Any] | None = field(default=None, repr=False)
 
     def explain(self) -> str:
-        """A human summary: "verified" or the list of mismatches."""
-        if self.ok:
-            assert self.recomputed is not None
+        """What the certificate claims and whether it holds, in a few lines."""
+        if not self.consistent:
+            return "NOT verified: " + "; ".join(self.mismatches)
+        checked = (
+            "the publication matches"
+            if self.published_checked
+            else "the publication was not checked (pass --published DIR)"
+        )
+        if not self.claims:
             return (
-                f"verified: the certificate holds as stated ({self.recomputed.basis}, "
-                f"kappa = {_fmt(self.recomputed.kappa)}, delta = {_fmt(self.recomputed.delta)})"
+                f"NOT verified: the certificate is consistent but claims no guarantee: "
+                f"{self.statement}"
             )
-        return "NOT verified:\n" + "\n".join(f"- {m}" for m in self.mismatches)
+        return f"verified ({self.kind}; {checked}): {self.statement}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "consistent": self.consistent,
+            "claims_guarantee": self.claims,
+            "kind": self.kind,
+            "published_checked": self.published_checked,
+            "statement": self.statement,
+            "mismatches": list(self.mismatches),
+        }
 
 
-def _fmt(x: Any) -> str:
-    if isinstance(x, float):
-        return "inf" if math.isinf(x) else f"{x:.7g}"
-    return repr(x) if isinstance(x, str) else str(x)
-
-
-def _load(path_or_doc: Any) -> dict[str, Any]:
+def _read(path_or_doc: Any) -> tuple[dict[str, Any], list[str], str]:
     if isinstance(path_or_doc, Mapping):
-        return dict(path_or_doc)
+        return dict(path_or_doc), [], "certificate"
     if not isinstance(path_or_doc, (str, os.PathLike)):
         raise ValidationError(
             "verify_certificate needs a certificate file path or its parsed document; "
             f"got {type(path_or_doc).__name__}"
         )
     p = Path(path_or_doc)
+    source = f"certificate file '{p}'"
     try:
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
-        raise ValidationError(f"certificate file '{p}' not found") from None
+        raise ValidationError(f"{source} not found") from None
     except IsADirectoryError:
-        raise ValidationError(f"certificate file '{p}' is a directory; pass a .json file") from None
-    except UnicodeDecodeError:
-        raise ValidationError(f"certificate file '{p}' is not UTF-8 text") from None
+        raise ValidationError(f"{source} is a folder; pass its certificate.json") from None
     except OSError as exc:
-        raise ValidationError(f"cannot read certificate file '{p}': {exc.strerror}") from None
+        raise ValidationError(f"cannot read {source}: {exc.strerror}") from None
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationError(
-            f"certificate file '{p}' is not valid JSON: {exc.msg} at line {exc.lineno}, "
-            f"column {exc.colno}"
-        ) from None
-    if not isinstance(doc, dict):
-        raise ValidationError(
-            f"certificate file '{p}' must hold a JSON object; got {type(doc).__name__}"
-        )
-    return doc
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError(f"{source} is not UTF-8 text") from None
+    doc, twice = cd.loads(text, source=source)
+    return doc, twice, source
 
 
-def _number(field: str, value: Any) -> float:
-    if isinstance(value, str) and value in ("inf", "-inf", "nan"):
-        return float(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValidationError(f'{field} must be a number or "inf"; got {value!r:.80}')
-    return float(value)
-
-
-def _check_structure(doc: dict[str, Any]) -> tuple[float, float]:
-    """Validate the document's shape; return the stated (κ, δ)."""
+def _check_format(doc: Mapping[str, Any], source: str) -> None:
     fmt = doc.get("format")
-    if fmt != FORMAT:
-        raise ValidationError(f"format must be {FORMAT!r} (a persuasive certificate); got {fmt!r}")
+    if fmt != cd.FORMAT:
+        raise ValidationError(f"{source}: format must be {cd.FORMAT!r} (a persuasive certificate); got {fmt!r:.60}")
     version = doc.get("format_version")
-    if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
+    if isinstance(version, bool) or version not in cd.SUPPORTED_VERSIONS:
         raise ValidationError(
-            f"format_version {version!r} is not supported; this version of persuasive reads "
-            f"format_version {', '.join(map(str, SUPPORTED_VERSIONS))} (upgrade persuasive?)"
+            f"{source}: format_version {version!r:.20} is not read by this version of persuasive "
+            f"(it reads {', '.join(map(str, cd.SUPPORTED_VERSIONS))}); re-run the release, or "
+            "verify with the version that wrote it"
         )
-    for key in REQUIRED_KEYS:
-        if key not in doc:
-            raise ValidationError(f"certificate field '{key}' is missing")
-    if not isinstance(doc["spec"], dict):
-        raise ValidationError(f"spec must be a JSON object; got {doc['spec']!r:.80}")
-    guarantee = doc["guarantee"]
-    if not isinstance(guarantee, dict) or "kappa" not in guarantee or "delta" not in guarantee:
+
+
+def locate_publication(
+    names: Sequence[str], published: str | os.PathLike[str] | Sequence[Any]
+) -> dict[str, Path]:
+    """The published files a certificate names, found in a folder or among given files."""
+    items = [published] if isinstance(published, (str, os.PathLike)) else list(published)
+    found: dict[str, Path] = {}
+    for item in map(Path, items):
+        if item.is_dir():
+            for name in names:
+                if (item / name).is_file():
+                    found[name] = item / name
+        elif item.is_file():
+            found[item.name] = item
+        else:
+            raise ValidationError(f"--published '{item}' not found")
+    missing = [n for n in names if n not in found]
+    if missing:
         raise ValidationError(
-            f"guarantee must be an object with 'kappa' and 'delta'; got {guarantee!r:.80}"
+            f"the certificate names published file(s) {', '.join(missing)}, not found in "
+            f"{', '.join(map(str, items))}"
         )
-    if not isinstance(doc["basis"], str):
-        raise ValidationError(f"basis must be a string; got {doc['basis']!r:.80}")
-    if not isinstance(doc["exact"], bool):
-        raise ValidationError(f"exact must be true or false; got {doc['exact']!r:.80}")
-    return (
-        _number("guarantee.kappa", guarantee["kappa"]),
-        _number("guarantee.delta", guarantee["delta"]),
+    return {n: found[n] for n in names}
+
+
+def _published_names(doc: Mapping[str, Any]) -> list[str]:
+    files = doc.get("publication", {}).get("files") if isinstance(doc.get("publication"), dict) else None
+    names = []
+    for entry in files if isinstance(files, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            name = entry["name"]
+            if "/" in name or "\\" in name or name in ("", ".", ".."):
+                raise ValidationError(f"publication.files: {name!r} is not a file name")
+            names.append(name)
+    return names
+
+
+def recompute(
+    kind_name: str, params: Any, publication: Publication | None, *, version: str,
+    stated_publication: Any = None,
+) -> dict[str, Any]:
+    """The whole certificate document of a claim's parameters (and publication)."""
+    kind = kind_of(kind_name)
+    body = kind.certify(params, publication)
+    section = publication.section() if publication is not None else stated_publication
+    return cd.envelope(
+        kind_name, kind.claim(params), body.guarantee, body.notes, section or {},
+        version=version, extra=body.extra,
     )
 
 
-def _receiver_alpha(spec: dict[str, Any]) -> list[str]:
-    """Mismatches between the spec's Receiver model and its small-cell class α."""
-    receiver = spec.get("receiver")
-    priors = spec.get("definition", {}).get("priors", {})
-    if not isinstance(receiver, dict) or "model" not in receiver:
-        return []
-    if not isinstance(priors, dict) or priors.get("class") != "small_cell":
-        return []
-    try:
-        from persuasive.classes.receivers import receiver_from_dict
-    except ImportError as exc:
-        return [
-            "spec.receiver: cannot re-derive alpha from the Receiver model "
-            f"({receiver.get('model')!r}): persuasive.classes.receivers is unavailable ({exc})"
-        ]
-    stated = priors.get("alpha")
-    h: Any = priors.get("h")
-    try:
-        derived = float(receiver_from_dict(receiver).alpha(h))
-    except PersuasiveError as exc:
-        return [f"spec.receiver: the Receiver model is invalid: {exc}"]
-    if not isinstance(stated, (int, float)) or isinstance(stated, bool):
-        return []  # already reported by the spec parser
-    if not math.isclose(float(stated), derived, rel_tol=tol.CLASS_RTOL, abs_tol=0.0):
-        return [
-            f"spec.definition.priors.alpha: stated {_fmt(float(stated))} is not the "
-            f"{_fmt(derived)} that the Receiver model {receiver.get('model')!r} gives at "
-            f"h = {h} (class alpha changed?)"
-        ]
-    return []
-
-
-def _compare(doc: dict[str, Any], kappa: float, delta: float, cert: Certificate) -> list[str]:
-    out = []
-    if not kappa >= cert.kappa - tol.LOSS_ATOL:
-        out.append(
-            f"guarantee.kappa: stated {_fmt(kappa)} is below the proven {_fmt(cert.kappa)} "
-            "(κ lowered?)"
-        )
-    if not cert.holds:
-        stated_def = cert.definition.get("kappa", "?")
-        out.append(
-            f"spec.definition.kappa: the guarantee does not hold: the proven κ = "
-            f"{_fmt(cert.kappa)} exceeds the definition's κ = {_fmt(stated_def)}"
-        )
-    if delta != cert.delta:
-        out.append(f"guarantee.delta: stated {_fmt(delta)}, recomputed {_fmt(cert.delta)}")
-    if doc["basis"] != cert.basis:
-        out.append(f"basis: stated {doc['basis']!r}, recomputed {cert.basis!r}")
-    if doc["exact"] != cert.exact:
-        out.append(f"exact: stated {doc['exact']}, recomputed {cert.exact}")
-    return out
+def _label(path: str, index: int, entry: Any) -> str | None:
+    if path == "cells" and isinstance(entry, dict) and isinstance(entry.get("key"), list):
+        return ",".join(map(str, entry["key"]))
+    if path == "publication.files" and isinstance(entry, dict):
+        return str(entry.get("name"))
+    return None
 
 
 def verify_certificate(
     path_or_doc: str | os.PathLike[str] | Mapping[str, Any], *, published: Any = None
-) -> Verification | MarginsVerification:
-    """Re-prove a certificate from its spec and compare it field by field.
+) -> Verification:
+    """Recompute a certificate from its claim (and its publication) and compare every field.
 
     Parameters
     ----------
     path_or_doc : str, path-like or mapping
-        A certificate file (JSON) or its parsed document.
+        A ``certificate.json`` or its parsed document.
     published : path or sequence of paths, optional
-        Only for a margins certificate (``"format": "persuasive-margins-certificate"``): the
-        published files it is recomputed from (:mod:`persuasive.report.verify_margins`).
+        The release folder, or the published files: the publication section is then
+        recomputed from them and the publication is checked (no shown count below h …).
+        Required for a table with margins, whose guarantee is computed from its publication.
 
     Returns
     -------
     Verification
-        ``ok`` is True only if the hash matches the spec, the recomputed guarantee holds and
-        every stated field agrees with it; otherwise ``mismatches`` names each disagreeing
-        field with its stated and recomputed value.
 
     Raises
     ------
     ValidationError
-        If the file cannot be read, is not JSON, is not a persuasive certificate, has an
-        unsupported ``format_version`` or lacks a required field (the message names it).
+        The file cannot be read, is not strict JSON, is not a persuasive certificate of a
+        supported format version, or the publication cannot be read.
 
     Examples
     --------
-    >>> from persuasive.report.certificate import certificate_document
-    >>> spec = {"mechanism": {"type": "exact_mean"},
-    ...         "definition": {"kind": "pp", "kappa": 2.4, "delta": 0.0,
-    ...                        "scores": [{"type": "marginal_dss"}],
-    ...                        "priors": {"class": "gaussian_mean", "r1": 1.0, "r2": 4.0}}}
-    >>> doc = certificate_document(spec)
-    >>> verify_certificate(doc).ok
+    >>> from persuasive.classes.receivers import PoissonReceiver
+    >>> from persuasive.report.kinds.table import KIND, TableParams
+    >>> p = TableParams(10, 10, PoissonReceiver(1, 40), ("county",), "n")
+    >>> doc = recompute("table", p, None, version="0", stated_publication={"files": []})
+    >>> verify_certificate(doc).consistent
     True
-    >>> doc["guarantee"]["kappa"] = 2.0
+    >>> doc["guarantee"]["kappa"] = 100
     >>> print(verify_certificate(doc).mismatches[0])
-    guarantee.kappa: stated 2 is below the proven 2.386294 (κ lowered?)
+    digest: stated sha256:..., recomputed sha256:... (the document was edited after it was written)
     """
-    doc = _load(path_or_doc)
-    from persuasive.report.margins_certificate import FORMAT as MARGINS_FORMAT
-
-    if doc.get("format") == MARGINS_FORMAT:
-        from persuasive.report.verify_margins import verify_margins
-
-        return verify_margins(doc, published)
-    if published is not None:
-        raise ValidationError(
-            "--published is only for a margins certificate; this one is re-checked from its "
-            "spec alone"
-        )
-    kappa, delta = _check_structure(doc)
-    spec: dict[str, Any] = doc["spec"]
-    mismatches: list[str] = []
-
-    computed_hash = spec_sha256(spec)
-    hash_ok = doc["spec_sha256"] == computed_hash
-
-    recomputed: Certificate | None = None
-    from persuasive.certify import certify
-    from persuasive.spec import TOP_LEVEL, spec_from_dict
-
+    doc, twice, source = _read(path_or_doc)
+    _check_format(doc, source)
+    out = [f"{k}: the key appears twice; a reader would see only the last value" for k in twice]
+    version = doc.get("library", {}).get("version") if isinstance(doc.get("library"), dict) else None
+    if not isinstance(version, str):
+        out.append(f"library.version: must be a version string; got {version!r:.40}")
+        version = "?"
+    kind_name = doc.get("kind")
     try:
-        parsed = spec_from_dict({k: v for k, v in spec.items() if k in TOP_LEVEL})
-        recomputed = certify(parsed.mechanism, parsed.definition)
+        kind = kind_of(kind_name)
+    except ValidationError as exc:
+        return Verification(False, False, False, (*out, f"kind: {exc}"), kind=str(kind_name))
+    try:
+        params = kind.parameters(doc.get("claim") if isinstance(doc.get("claim"), dict) else {})
     except PersuasiveError as exc:
-        mismatches.append(f"spec: cannot be re-certified: {' '.join(str(exc).split())}")
-    if recomputed is not None:
-        mismatches.extend(_compare(doc, kappa, delta, recomputed))
-        mismatches.extend(_receiver_alpha(spec))
-    if not hash_ok:
-        changed = sorted({m.split(":", 1)[0] for m in mismatches if m.startswith("spec")})
-        hint = f"; fields that disagree: {', '.join(changed)}" if changed else ""
-        mismatches.insert(
-            0,
-            f"spec_sha256: stated {str(doc['spec_sha256'])[:16]}... does not match the spec "
-            f"(hash {computed_hash[:16]}...): the spec or the hash was edited after "
-            f"certification{hint}",
+        out.append(f"claim: cannot be read: {' '.join(str(exc).split())}")
+        return Verification(False, False, False, tuple(out), kind=kind.name)
+    publication: Publication | None = None
+    if published is not None:
+        files = locate_publication(_published_names(doc), published)
+        publication = kind.read_publication(params, files)
+        out += publication.problems
+    elif kind.needs_publication:
+        raise ValidationError(
+            f"a {kind.name} certificate is recomputed from its publication: pass the release "
+            "folder, e.g. persuasive verify CERT.json --published DIR"
         )
-    return Verification(ok=not mismatches, mismatches=tuple(mismatches), recomputed=recomputed)
+    try:
+        want = recompute(
+            kind.name, params, publication, version=version,
+            stated_publication=doc.get("publication"),
+        )
+    except PersuasiveError as exc:
+        out.append(f"claim: cannot be certified: {' '.join(str(exc).split())}")
+        return Verification(False, False, False, tuple(out), kind=kind.name)
+    found = cd.diff({k: v for k, v in doc.items() if k != "digest"},
+                    {k: v for k, v in want.items() if k != "digest"}, label=_label)
+    out += found
+    stated_digest = doc.get("digest")
+    real = cd.digest_of(doc)
+    if stated_digest != real:
+        out.append(
+            f"digest: stated {str(stated_digest)[:15]}..., recomputed {real[:15]}... (the "
+            "document was edited after it was written)"
+        )
+    if out and version != _version():
+        out.append(
+            f"library.version: written by persuasive {version}, checked with {_version()}; "
+            "a difference may come from the version (verify with the version that wrote it)"
+        )
+    claims = bool(want["guarantee"]["holds"])
+    consistent = not out
+    return Verification(
+        ok=consistent and claims,
+        consistent=consistent,
+        claims=claims,
+        mismatches=tuple(out),
+        statement=str(want["guarantee"]["statement"]),
+        kind=kind.name,
+        published_checked=publication is not None,
+        recomputed=want,
+    )
+
+
+def _version() -> str:
+    import persuasive
+
+    return str(persuasive.__version__)

@@ -1,0 +1,167 @@
+r"""What each release kind's certificate says, and how it is recomputed: one small protocol.
+
+A certificate is a pure function of its **claim** (the data-independent inputs of the proof)
+and, where a kind needs it, of its **publication** (the published files). Each release kind
+implements :class:`Kind` once, and both the release (which writes the certificate) and
+``persuasive verify`` (which re-derives it) call the same methods, so they cannot disagree:
+
+``parameters(claim)``
+    Read the claim's parameters (a ValidationError naming the field if one is unreadable).
+``claim(params)``
+    The canonical claim of those parameters: a verifier compares it with the stated claim, so
+    an edited or extra field of the claim is named.
+``certify(params, publication)``
+    The recomputed fields: ``guarantee``, ``notes`` and any kind-specific section.
+``read_publication(params, files)``
+    Read the published files: their facts (cells, suppressed cells …) and the problems a
+    publication must not have (a shown count below h, a non-finite mean …).
+
+The registry :data:`KINDS` maps each ``kind`` of a certificate to its implementation; nothing
+else switches on the kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol
+
+from persuasive.errors import ValidationError
+
+__all__ = ["KINDS", "Body", "Kind", "Publication", "file_facts", "kind_of", "need", "number", "one_file"]
+
+
+@dataclass(frozen=True)
+class Body:
+    """The recomputed fields of a certificate.
+
+    ``guarantee`` has ``holds`` (the certificate claims a guarantee that holds as stated),
+    ``kappa``, ``delta``, ``exact``, ``basis`` and ``statement``; ``extra`` holds kind-specific
+    top-level sections.
+    """
+
+    guarantee: dict[str, Any]
+    notes: list[str]
+    extra: dict[str, Any] = field(default_factory=dict)
+    #: The :class:`persuasive.results.Certificate` the guarantee comes from, where there is one.
+    certificate: Any = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class Publication:
+    """The published files as read back: their digests, the facts the certificate states about
+    them, the problems found, and what :meth:`Kind.certify` needs of them (``payload``)."""
+
+    files: dict[str, Path]
+    facts: dict[str, Any]
+    problems: list[str] = field(default_factory=list)
+    payload: Any = None
+
+    def section(self) -> dict[str, Any]:
+        """The certificate's ``publication`` section."""
+        return {"files": [file_facts(n, p) for n, p in sorted(self.files.items())], **self.facts}
+
+
+def file_facts(name: str, path: Path) -> dict[str, Any]:
+    """``{"name", "sha256", "bytes"}`` of one published file (streamed, any size)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return {"name": name, "sha256": h.hexdigest(), "bytes": size}
+
+
+class Kind(Protocol):
+    """A release kind as certificates see it (see the module docstring)."""
+
+    name: ClassVar[str]
+    #: Whether ``certify`` needs the publication (a table with margins), so that ``verify``
+    #: cannot recompute the certificate without ``--published``.
+    needs_publication: ClassVar[bool]
+    #: The stems of the published files (``released`` …).
+    published: ClassVar[tuple[str, ...]]
+
+    def parameters(self, claim: Mapping[str, Any]) -> Any: ...
+
+    def claim(self, params: Any) -> dict[str, Any]: ...
+
+    def certify(self, params: Any, publication: Publication | None) -> Body: ...
+
+    def read_publication(self, params: Any, files: Mapping[str, Path]) -> Publication: ...
+
+
+#: Every kind of certificate persuasive writes, and the module implementing it.
+_MODULES = {
+    "table": "persuasive.report.kinds.table",
+    "mean": "persuasive.report.kinds.mean",
+    "linear": "persuasive.report.kinds.linear",
+    "margins": "persuasive.report.kinds.margins",
+}
+KINDS: tuple[str, ...] = tuple(_MODULES)
+
+
+def kind_of(name: Any) -> Kind:
+    """The implementation of a certificate kind (imported on first use)."""
+    if name not in _MODULES:
+        raise ValidationError(
+            f"kind must be one of {', '.join(map(repr, KINDS))}; got {name!r:.60}"
+        )
+    return importlib.import_module(_MODULES[name]).KIND  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a claim: each field checked and named by its path
+# --------------------------------------------------------------------------------------------
+
+
+def need(doc: Any, path: str, kind: type | tuple[type, ...], *, optional: bool = False) -> Any:
+    """The value at a dotted ``path`` of ``doc`` (``claim.spec.mechanism.h``), of the given
+    JSON type(s); a ValidationError naming the path otherwise. ``optional``: None is allowed.
+
+    Examples
+    --------
+    >>> need({"claim": {"a": {"b": 2}}}, "claim.a.b", int)
+    2
+    """
+    parts = path.split(".")
+    value = doc
+    for i, part in enumerate(parts):
+        if not isinstance(value, Mapping) or part not in value:
+            raise ValidationError(f"{'.'.join(parts[: i + 1])}: missing")
+        value = value[part]
+    if value is None and optional:
+        return None
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    bad_bool = isinstance(value, bool) and bool not in kinds
+    if bad_bool or not isinstance(value, kinds):
+        names = " or ".join(k.__name__ for k in kinds)
+        raise ValidationError(f"{path}: must be {names}; got {value!r:.60}")
+    return value
+
+
+def number(doc: Any, path: str, *, optional: bool = False) -> float | None:
+    """A number at ``path``; the strings ``"inf"`` / ``"-inf"`` read as ±∞."""
+    value = need(doc, path, (int, float, str), optional=optional)
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in ("inf", "-inf"):
+            raise ValidationError(f'{path}: must be a number or "inf"; got {value!r:.60}')
+        return float(value)
+    return float(value)
+
+
+def one_file(files: Mapping[str, Path], stem: str) -> tuple[str, Path]:
+    """The one published file named ``stem.csv`` / ``stem.parquet`` / ``stem.json`` …"""
+    found = [(n, p) for n, p in files.items() if Path(n).stem == stem]
+    if len(found) != 1:
+        raise ValidationError(
+            f"the publication must hold one file named '{stem}' (.csv, .parquet or .json); got "
+            f"{sorted(files) or 'none'}"
+        )
+    return found[0]

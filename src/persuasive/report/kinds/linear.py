@@ -1,0 +1,275 @@
+r"""The certificate of linear statistics (means and sums over subsets of one column).
+
+Claim::
+
+    {"spec": {"mechanism": {"type": "linear_statistics", "value": "...",
+                            "statistics": [{"name", "kind", "where"}, ...],
+                            "withheld": [...], "noise": {"type": "gaussian", "sigma": s} or null},
+              "definition": {"kind": "pp", "kappa": K or "inf", "delta": δ,
+                             "scores": [{"type": "marginal_dss"}],
+                             "priors": {"class": "linear_gaussian", "r1", "r2",
+                                        ["max_stat_sd"]}}},
+     "design": {"n": n, "encoding": "...", "statistics": [{"name", "rows", "members"}, ...]},
+     "target_kappa": K or null}
+
+**What the design is, and why the certificate carries it.** The statistics are
+:math:`T = A x`: row j of A is :math:`1/n_j` (a mean) or 1 (a sum) on the :math:`n_j` records
+statistic j covers. Which records a statistic covers is part of the *query* — it follows from
+its WHERE clause and the covariates it names — not of the sensitive values x, and the
+guarantee (``docs/linear.md``) is stated for a Receiver who knows the mechanism, hence A: the
+class :math:`\mathcal G^r_A` and every individual's posterior are functions of A. Whether
+someone is exposed (:math:`A^\top c = e_i`) and, with noise, κ itself depend on A, so a
+certificate that can be re-checked must state it. ``design.statistics[j].members`` is the set
+of covered records as a bitmap (one bit per record, in row order, little-endian,
+zlib-compressed, base64). It reveals which rows the WHERE clauses select — the covariates the
+clauses name are treated as public, as the model assumes — and nothing of the value column.
+
+Recomputed: A from the design, who it exposes (an exposed individual means no finite κ, and
+the release refuses), and the guarantee by :func:`persuasive.certify` of
+``LinearGaussian(A, s²)`` under the class. Publication: ``released.csv`` / ``.parquet``
+(name, kind, where, value); a verifier checks its statistics are the claim's, in order, with
+finite values.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from persuasive.errors import ValidationError
+from persuasive.report.kinds import Body, Publication, need, number, one_file
+
+__all__ = ["ENCODING", "KIND", "LinearParams", "decode_members", "encode_members"]
+
+#: How a statistic's covered records are written in ``design.statistics[j].members``.
+ENCODING = "base64(zlib(packbits(bitorder=little)))"
+
+
+def encode_members(mask: NDArray[np.bool_]) -> str:
+    """The records a statistic covers (a boolean mask in row order) as compact text."""
+    bits = np.packbits(np.asarray(mask, dtype=bool), bitorder="little")
+    return base64.b64encode(zlib.compress(bits.tobytes(), 9)).decode("ascii")
+
+
+def decode_members(text: str, n: int, *, where: str = "members") -> NDArray[np.bool_]:
+    """The inverse of :func:`encode_members`; a ValidationError naming ``where`` if it is bad."""
+    try:
+        raw = zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
+    except (ValueError, zlib.error) as exc:
+        raise ValidationError(f"{where}: not a {ENCODING} bitmap ({exc})") from None
+    bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")
+    if bits.size != 8 * math.ceil(n / 8) or bits[n:].any():
+        raise ValidationError(f"{where}: the bitmap does not hold n = {n} records")
+    return bits[:n].astype(bool)
+
+
+@dataclass(frozen=True)
+class LinearParams:
+    """The parameters of a linear release's claim."""
+
+    value: str
+    statistics: tuple[tuple[str, str, str], ...]  # (name, kind, where), the released ones
+    withheld: tuple[str, ...]
+    members: tuple[NDArray[np.bool_], ...]  # covered records of each released statistic
+    n: int
+    r1: float
+    r2: float
+    noise_sd: float | None
+    max_stat_sd: float | None
+    delta: float
+    target_kappa: float | None = None
+
+    def matrix(self) -> NDArray[np.float64]:
+        """A (k × n): 1/n_j (mean) or 1 (sum) on the covered records."""
+        a = np.zeros((len(self.statistics), self.n))
+        for j, ((_, kind, _), mask) in enumerate(zip(self.statistics, self.members, strict=True)):
+            count = int(mask.sum())
+            a[j, mask] = 1.0 / count if kind == "mean" else 1.0
+        return a
+
+
+class LinearKind:
+    """:class:`~persuasive.report.kinds.Kind` of linear statistics."""
+
+    name: ClassVar[str] = "linear"
+    needs_publication: ClassVar[bool] = False
+    published: ClassVar[tuple[str, ...]] = ("released",)
+
+    def parameters(self, claim: Mapping[str, Any]) -> LinearParams:
+        doc = {"claim": claim}
+        mech = "claim.spec.mechanism"
+        stats = need(doc, f"{mech}.statistics", list)
+        triples = []
+        for i, s in enumerate(stats):
+            at = {"claim": s}
+            triples.append(
+                (need(at, "claim.name", str), need(at, "claim.kind", str), need(at, "claim.where", str))
+            )
+        withheld = need(doc, f"{mech}.withheld", list)
+        noise = need(doc, f"{mech}.noise", dict, optional=True)
+        sd = None if noise is None else number({"claim": noise}, "claim.sigma")
+        n = need(doc, "claim.design.n", int)
+        design = need(doc, "claim.design.statistics", list)
+        if len(design) != len(triples):
+            raise ValidationError(
+                f"claim.design.statistics: {len(design)} entries for {len(triples)} statistics"
+            )
+        members = tuple(
+            decode_members(
+                need({"claim": d}, "claim.members", str), n, where=f"claim.design.statistics[{j}]"
+            )
+            for j, d in enumerate(design)
+        )
+        priors = "claim.spec.definition.priors"
+        has_v = "max_stat_sd" in need(doc, priors, dict)
+        return LinearParams(
+            value=need(doc, f"{mech}.value", str),
+            statistics=tuple(triples),
+            withheld=tuple(str(w) for w in withheld),
+            members=members,
+            n=n,
+            r1=number(doc, f"{priors}.r1") or 0.0,
+            r2=number(doc, f"{priors}.r2") or 0.0,
+            noise_sd=sd,
+            max_stat_sd=number(doc, f"{priors}.max_stat_sd") if has_v else None,
+            delta=number(doc, "claim.spec.definition.delta") or 0.0,
+            target_kappa=number(doc, "claim.target_kappa", optional=True),
+        )
+
+    def claim(self, p: LinearParams) -> dict[str, Any]:
+        priors: dict[str, Any] = {"class": "linear_gaussian", "r1": p.r1, "r2": p.r2}
+        if p.max_stat_sd is not None:
+            priors["max_stat_sd"] = p.max_stat_sd
+        return {
+            "spec": {
+                "mechanism": {
+                    "type": "linear_statistics",
+                    "value": p.value,
+                    "statistics": [
+                        {"name": a, "kind": b, "where": c} for a, b, c in p.statistics
+                    ],
+                    "withheld": list(p.withheld),
+                    "noise": None
+                    if p.noise_sd is None
+                    else {"type": "gaussian", "sigma": p.noise_sd},
+                },
+                "definition": {
+                    "kind": "pp",
+                    "kappa": math.inf if p.target_kappa is None else p.target_kappa,
+                    "delta": p.delta,
+                    "scores": [{"type": "marginal_dss"}],
+                    "priors": priors,
+                },
+            },
+            "design": {
+                "n": p.n,
+                "encoding": ENCODING,
+                "statistics": [
+                    {"name": s[0], "rows": int(m.sum()), "members": encode_members(m)}
+                    for s, m in zip(p.statistics, p.members, strict=True)
+                ],
+            },
+            "target_kappa": p.target_kappa,
+        }
+
+    def certify(self, p: LinearParams, publication: Publication | None = None) -> Body:
+        import persuasive as pp
+        from persuasive.linear import LinearGaussianClass
+        from persuasive.linear.exposure import exposures
+
+        a = p.matrix()
+        names = [s[0] for s in p.statistics]
+        exposed = exposures(a, names)
+        basis = "docs/linear.md (Prop 7 generalised to linear statistics, Bon et al. 2026)"
+        if exposed:
+            who = "; ".join(e.describe() for e in exposed[:3])
+            return Body(
+                guarantee={
+                    "holds": False,
+                    "kappa": math.inf,
+                    "delta": p.delta,
+                    "exact": True,
+                    "basis": basis,
+                    "statement": f"No guarantee: the statistics reveal {len(exposed)} "
+                    f"individual(s) exactly, whatever the Receiver's Gaussian prior ({who}).",
+                },
+                notes=[],
+            )
+        cls = LinearGaussianClass(p.r1, p.r2, max_stat_sd=p.max_stat_sd)
+        mech = pp.LinearGaussian(a, None if p.noise_sd is None else p.noise_sd**2)
+        kappa = math.inf if p.target_kappa is None else p.target_kappa
+        cert = pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, kappa, p.delta))
+        holds = bool(cert.holds) and math.isfinite(cert.kappa)
+        how = "exactly" if p.noise_sd is None else f"with Gaussian noise of sd {p.noise_sd:g}"
+        prob = "" if cert.delta == 0 else f" except with probability at most {cert.delta:g}"
+        text = (
+            f"Publishing these {len(p.statistics)} linear statistics {how} protects every "
+            f"individual against any Receiver with a Gaussian prior in the class G^r_A (r1 = "
+            f"{p.r1:g}, r2 = {p.r2:g}): such a Receiver cannot improve its Dawid-Sebastiani "
+            f"score for any one person's value by more than {cert.kappa:.4g} nats{prob} "
+            f"({cert.basis})."
+        )
+        if p.target_kappa is not None and not holds:
+            text += f" This is above the target κ = {p.target_kappa:g}: the target is NOT met."
+        notes = [str(n) for n in cert.notes]
+        notes.append(
+            "The certificate states which records each statistic covers (claim.design): that is "
+            "part of the query, which the Receiver is assumed to know; the value column is not "
+            "in it."
+        )
+        return Body(
+            guarantee={
+                "holds": holds,
+                "kappa": cert.kappa,
+                "delta": cert.delta,
+                "exact": bool(cert.exact),
+                "basis": cert.basis,
+                "statement": text,
+            },
+            notes=notes,
+            certificate=cert,
+        )
+
+    def read_publication(self, p: LinearParams, files: Mapping[str, Path]) -> Publication:
+        from persuasive.files.reading import real_expr, scan
+
+        name, path = one_file(files, "released")
+        frame = scan(path, text=["name", "kind", "where", "value"], role="published statistics")
+        schema = frame.collect_schema()
+        want = ["name", "kind", "where", "value"]
+        if list(schema.names()) != want:
+            raise ValidationError(
+                f"published statistics '{name}' has columns {list(schema.names())}; want {want}"
+            )
+        rows = frame.select(
+            pl.col("name").cast(pl.String),
+            pl.col("kind").cast(pl.String),
+            pl.col("where").cast(pl.String),
+            real_expr("value", schema["value"]).alias("value"),
+        ).collect()
+        problems = []
+        stated = [tuple(r) for r in rows.select("name", "kind", "where").iter_rows()]
+        if stated != list(p.statistics):
+            problems.append(
+                "publication: the published statistics (name, kind, where) are not the claim's, "
+                "in order"
+            )
+        bad = rows.filter(~pl.col("value").is_finite().fill_null(False))
+        if bad.height:
+            problems.append(
+                f"publication: statistic {bad['name'][0]!r} has value {bad['value'][0]!r}, not a "
+                "finite number"
+            )
+        return Publication({name: path}, {"statistics": rows.height}, problems)
+
+
+KIND = LinearKind()

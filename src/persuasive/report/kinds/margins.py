@@ -1,0 +1,177 @@
+r"""The certificate of a count table released with exact margins (``docs/margins_release.md``).
+
+Claim: the Receiver model and the class it defines once margins are out, the small-cell score,
+h, r, the published margins, the target κ and the published column names — nothing from the
+hidden counts. Everything else is recomputed **from the publication alone**, at release time
+and by ``persuasive verify --published`` alike, by the same code:
+
+1. read the published table and margins (:mod:`persuasive.report.margins_certificate`) and
+   build a table consistent with them (an integer completion of the suppressed cells, by
+   MILP);
+2. compute :func:`persuasive.margins.worst_case_losses` on it: ``kappa_published`` of every
+   suppressed cell is the exact supremum over the class *and* over every table consistent with
+   the publication, so it does not depend on which completion was taken;
+3. state the guarantee (κ = the largest ``kappa_published``; it holds when every component was
+   computed exactly and κ is at most the target) and the per-cell section ``cells``.
+
+Because the release computes the certificate from the files it wrote, exactly as the verifier
+does, the two agree to the last bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from persuasive.errors import PersuasiveError, ValidationError
+from persuasive.report.kinds import Body, Publication, need, number, one_file
+
+__all__ = ["KIND", "MarginsParams"]
+
+
+@dataclass(frozen=True)
+class MarginsParams:
+    """The parameters of a margins claim."""
+
+    receiver: Any
+    h: int
+    r: int
+    margins: tuple[str, ...]
+    keys: tuple[str, ...]
+    count: str
+    target_kappa: float | None = None
+
+
+class MarginsKind:
+    """:class:`~persuasive.report.kinds.Kind` of a table with margins."""
+
+    name: ClassVar[str] = "margins"
+    needs_publication: ClassVar[bool] = True
+    published: ClassVar[tuple[str, ...]] = ("released", "margins")
+
+    def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
+        from persuasive.classes.receivers import receiver_from_dict
+
+        doc = {"claim": claim}
+        try:
+            receiver = receiver_from_dict(need(doc, "claim.receiver", dict))
+        except ValidationError as exc:
+            raise ValidationError(f"claim.receiver: {exc}") from None
+        if not hasattr(receiver, "mean_max"):
+            raise ValidationError(
+                f"claim.receiver: the model {claim['receiver'].get('model')!r} has no finite κ "
+                "once a margin is published"
+            )
+        margins = need(doc, "claim.margins", list)
+        keys = need(doc, "claim.columns.keys", list)
+        if not margins or not all(isinstance(m, str) for m in margins):
+            raise ValidationError(f"claim.margins: must be margin names; got {margins!r:.60}")
+        if not keys or not all(isinstance(k, str) for k in keys):
+            raise ValidationError(f"claim.columns.keys: must be column names; got {keys!r:.60}")
+        return MarginsParams(
+            receiver=receiver,
+            h=need(doc, "claim.h", int),
+            r=need(doc, "claim.r", int),
+            margins=tuple(margins),
+            keys=tuple(keys),
+            count=need(doc, "claim.columns.count", str),
+            target_kappa=number(doc, "claim.target_kappa", optional=True),
+        )
+
+    def claim(self, p: MarginsParams) -> dict[str, Any]:
+        from persuasive.report.margins_certificate import margins_claim
+
+        return {
+            **margins_claim(
+                p.receiver, h=p.h, r=p.r, margins=list(p.margins), target_kappa=p.target_kappa
+            ),
+            "columns": {"keys": list(p.keys), "count": p.count},
+        }
+
+    def read_publication(self, p: MarginsParams, files: Mapping[str, Path]) -> Publication:
+        from persuasive.report import margins_certificate as mc
+
+        table_file = one_file(files, "released")
+        margins_file = one_file(files, "margins")
+        used = dict([table_file, margins_file])
+        pub = mc.read_publication([table_file[1], margins_file[1]], p.keys, p.count)
+        facts = {
+            "sha256": pub.sha256(),
+            "cells": pub.cells.height,
+            "suppressed": int(pub.cells[mc.STATUS].is_not_null().sum()),
+            "secondary": int((pub.cells[mc.STATUS] == "secondary").sum()),
+        }
+        problems: list[str] = []
+        payload: Any = None
+        try:
+            payload = (pub, *mc.publication_table(pub, p.h, list(p.margins)))
+        except PersuasiveError as exc:
+            problems.append(f"publication: inconsistent with the claim: {' '.join(str(exc).split())}")
+        return Publication(used, facts, problems, payload)
+
+    def certify(self, p: MarginsParams, publication: Publication | None = None) -> Body:
+        from persuasive.margins import worst_case_losses
+        from persuasive.report import margins_certificate as mc
+
+        if publication is None or publication.payload is None:
+            raise ValidationError(
+                "a margins certificate is recomputed from its publication: pass the release "
+                "folder, e.g. persuasive verify CERT.json --published DIR"
+            )
+        _, table, labels = publication.payload
+        worst = worst_case_losses(table, p.receiver, r=p.r)
+        pub_k = worst.kappa_published.ravel()
+        exact = worst.certified.ravel()
+        disclosed = worst.disclosed.ravel()
+        sec = table.secondary.ravel()
+        cells = sorted(
+            (
+                {
+                    "key": list(labels[i]),
+                    "status": "secondary" if sec[i] else "primary",
+                    "kappa_published": float(pub_k[i]),
+                    "certified": bool(exact[i]),
+                    "disclosed": bool(disclosed[i]) if exact[i] else None,
+                }
+                for i in table.suppressed_index
+            ),
+            key=lambda c: list(c["key"]),  # type: ignore[arg-type]
+        )
+        kappa = float(worst.max_published)
+        certified = bool(exact.all())
+        within = p.target_kappa is None or kappa <= p.target_kappa
+        holds = certified and within and math.isfinite(kappa)
+        n_disc = sum(c["disclosed"] is True for c in cells)
+        if not certified:
+            text = (
+                "No guarantee: some suppressed cells lie in a component too large for the exact "
+                "computation; their κ is a Monte Carlo estimate, not a proof."
+            )
+        else:
+            text = (
+                f"With its margins published exactly, no suppressed cell lets a Receiver of the "
+                f"class ({mc.class_statement(p.receiver)}) raise its log-score on a small count "
+                f"by more than {kappa:.4g} nats, for every table consistent with the publication"
+                + (f"; {n_disc} suppressed cell(s) are disclosed by the margins" if n_disc else "")
+                + "."
+            )
+            if not within:
+                text += f" This is above the target κ = {p.target_kappa:g}: the target is NOT met."
+        return Body(
+            guarantee={
+                "holds": holds,
+                "kappa": kappa,
+                "delta": 0.0,
+                "exact": certified,
+                "basis": mc.BASIS,
+                "statement": text,
+            },
+            notes=list(mc.NOTES),
+            extra={"cells": cells},
+        )
+
+
+KIND = MarginsKind()

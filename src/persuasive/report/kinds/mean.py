@@ -1,0 +1,200 @@
+r"""The certificate of a released mean, or of one mean per group (Prop 7, Bon et al. 2026).
+
+Claim::
+
+    {"spec": {"mechanism": {"type": "exact_mean"}              # or a chain with Gaussian noise
+              "definition": {"kind": "pp", "kappa": K or "inf", "delta": δ,
+                             "scores": [{"type": "marginal_dss"}],
+                             "priors": {"class": "gaussian_mean", "r1": r1, "r2": r2,
+                                        ["max_mean_sd": V]}}},
+     "columns": {"value": "...", "group": "..." or null},
+     "target_kappa": K or null}
+
+Recomputed: the guarantee by :func:`persuasive.certify` of the spec — Prop 7 for the exact
+mean (κ = r1 + log r2, sharp), this library's extension for Gaussian noise
+(``docs/release_means.md``); group means are certified per group (parallel composition under a
+prior that treats the groups as independent, ``docs/release_means.md``). Publication:
+``released.json`` (``{"mean": m}``) or ``released.csv`` / ``.parquet`` (group, mean); a verifier
+checks every published mean is a finite number and no group repeats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+
+from persuasive.errors import ValidationError
+from persuasive.report.kinds import Body, Publication, need, number, one_file
+
+__all__ = ["KIND", "MeanParams", "mean_sentence"]
+
+
+@dataclass(frozen=True)
+class MeanParams:
+    """The parameters of a mean's claim (``noise_sd`` None: the exact mean)."""
+
+    r1: float
+    r2: float
+    noise_sd: float | None
+    max_mean_sd: float | None
+    delta: float
+    value: str
+    group: str | None = None
+    target_kappa: float | None = None
+
+
+def mean_sentence(p: MeanParams, kappa: float, delta: float, basis: str, holds: bool) -> str:
+    """The guarantee of a released mean in one plain sentence."""
+    what = (
+        "the mean"
+        if p.group is None
+        else f"one mean of {p.value!r} per {p.group!r} group (to a Receiver whose prior treats "
+        "the groups as independent)"
+    )
+    how = "exactly" if p.noise_sd is None else f"with Gaussian noise of sd {p.noise_sd:g}"
+    v_part = (
+        f", whose prior sd of the mean is at most {p.max_mean_sd:g}"
+        if p.max_mean_sd is not None
+        else ""
+    )
+    prob = "" if delta == 0 else f" except with probability at most {delta:g}"
+    text = (
+        f"Publishing {what} {how} protects every individual against any Receiver with a "
+        f"Gaussian prior on the data whose guess of the mean is within sqrt(r1) = "
+        f"{math.sqrt(p.r1):.4g} prior sds of the true mean, whose correlations satisfy "
+        f"c_Phi <= {p.r2:g} * (1 - max_i sigma_i^2 / sum_j sigma_j^2){v_part}: such a Receiver "
+        f"cannot improve its Dawid-Sebastiani score for any one person's value by more than "
+        f"{kappa:.4g} nats{prob} ({basis})."
+    )
+    if p.target_kappa is not None and not holds:
+        text += f" This is above the target κ = {p.target_kappa:g}: the target is NOT met."
+    return text
+
+
+class MeanKind:
+    """:class:`~persuasive.report.kinds.Kind` of a released mean (or group means)."""
+
+    name: ClassVar[str] = "mean"
+    needs_publication: ClassVar[bool] = False
+    published: ClassVar[tuple[str, ...]] = ("released",)
+
+    def parameters(self, claim: Mapping[str, Any]) -> MeanParams:
+        doc = {"claim": claim}
+        mech = need(doc, "claim.spec.mechanism", dict)
+        noise_sd: float | None = None
+        if mech.get("type") == "chain":
+            noise_sd = number(doc, "claim.spec.mechanism.post.sigma")
+        priors = "claim.spec.definition.priors"
+        return MeanParams(
+            r1=number(doc, f"{priors}.r1") or 0.0,
+            r2=number(doc, f"{priors}.r2") or 0.0,
+            noise_sd=noise_sd,
+            max_mean_sd=number(doc, f"{priors}.max_mean_sd", optional=True)
+            if "max_mean_sd" in need(doc, priors, dict)
+            else None,
+            delta=number(doc, "claim.spec.definition.delta") or 0.0,
+            value=need(doc, "claim.columns.value", str),
+            group=need(doc, "claim.columns.group", str, optional=True),
+            target_kappa=number(doc, "claim.target_kappa", optional=True),
+        )
+
+    def claim(self, p: MeanParams) -> dict[str, Any]:
+        mech: dict[str, Any] = {"type": "exact_mean"}
+        if p.noise_sd is not None:
+            mech = {"type": "chain", "first": mech, "post": {"type": "gaussian", "sigma": p.noise_sd}}
+        priors: dict[str, Any] = {"class": "gaussian_mean", "r1": p.r1, "r2": p.r2}
+        if p.max_mean_sd is not None:
+            priors["max_mean_sd"] = p.max_mean_sd
+        return {
+            "spec": {
+                "mechanism": mech,
+                "definition": {
+                    "kind": "pp",
+                    "kappa": math.inf if p.target_kappa is None else p.target_kappa,
+                    "delta": p.delta,
+                    "scores": [{"type": "marginal_dss"}],
+                    "priors": priors,
+                },
+            },
+            "columns": {"value": p.value, "group": p.group},
+            "target_kappa": p.target_kappa,
+        }
+
+    def certify(self, p: MeanParams, publication: Publication | None = None) -> Body:
+        from persuasive.certify import certify
+        from persuasive.classes import GaussianMeanClass
+        from persuasive.definitions import PersuasivePrivacy
+        from persuasive.mechanisms import Chain, ExactMean, GaussianMechanism
+        from persuasive.scores import MarginalDSS
+
+        cls = GaussianMeanClass(p.r1, p.r2, max_mean_sd=p.max_mean_sd)
+        mech: Any = ExactMean()
+        if p.noise_sd is not None:
+            mech = Chain(ExactMean(), GaussianMechanism(p.noise_sd))
+        kappa = math.inf if p.target_kappa is None else p.target_kappa
+        cert = certify(mech, PersuasivePrivacy(MarginalDSS(), cls, kappa, p.delta))
+        holds = bool(cert.holds) and math.isfinite(cert.kappa)
+        notes = [str(n) for n in cert.notes]
+        if p.group is not None:
+            notes.append(
+                "Group means are certified group by group: a Receiver whose prior treats the "
+                "groups as independent learns about a person only from that person's group mean "
+                "(parallel composition, docs/release_means.md); a prior correlating the groups "
+                "is not covered. Group sizes are counts and are not published."
+            )
+        return Body(
+            guarantee={
+                "holds": holds,
+                "kappa": cert.kappa,
+                "delta": cert.delta,
+                "exact": bool(cert.exact),
+                "basis": cert.basis,
+                "statement": mean_sentence(p, cert.kappa, cert.delta, cert.basis, holds),
+            },
+            notes=notes,
+            certificate=cert,
+        )
+
+    def read_publication(self, p: MeanParams, files: Mapping[str, Path]) -> Publication:
+        name, path = one_file(files, "released")
+        problems: list[str] = []
+        if p.group is None:
+            if Path(name).suffix != ".json":
+                raise ValidationError(f"a single mean is published as released.json; got {name!r}")
+            from persuasive.report.certificate import loads
+
+            doc, twice = loads(path.read_text(encoding="utf-8"), source=f"published '{name}'")
+            if twice or set(doc) != {"mean"}:
+                problems.append(f"publication: {name} must hold exactly {{\"mean\": m}}; got keys {sorted(doc)}")
+            m = doc.get("mean")
+            if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m):
+                problems.append(f"publication: the published mean is {m!r}, not a finite number")
+            return Publication({name: path}, {"means": 1}, problems)
+        from persuasive.files.reading import real_expr, scan
+
+        frame = scan(path, text=[p.group, "mean"], role="published means")
+        cols = list(frame.collect_schema().names())
+        if cols != [p.group, "mean"]:
+            raise ValidationError(
+                f"published means '{name}' has columns {cols}; the certificate states "
+                f"{[p.group, 'mean']}"
+            )
+        dtype = frame.collect_schema()["mean"]
+        stats = frame.select(
+            pl.len().alias("n"),
+            pl.col(p.group).n_unique().alias("groups"),
+            (~real_expr("mean", dtype).is_finite()).fill_null(True).sum().alias("bad"),
+        ).collect().row(0, named=True)
+        if stats["bad"]:
+            problems.append(f"publication: {stats['bad']} published mean(s) are not finite numbers")
+        if stats["groups"] != stats["n"]:
+            problems.append(f"publication: a {p.group!r} group appears more than once")
+        return Publication({name: path}, {"means": int(stats["n"])}, problems)
+
+
+KIND = MeanKind()

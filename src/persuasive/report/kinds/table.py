@@ -1,0 +1,197 @@
+r"""The certificate of a count table released by cell suppression (Prop 8, Bon et al. 2026).
+
+Claim::
+
+    {"spec": {"mechanism": {"type": "cell_suppression", "h": h},
+              "definition": {"kind": "pp", "kappa": K or "inf", "delta": 0.0,
+                             "scores": [{"type": "small_cell_log", "r": r}],
+                             "priors": {"class": "small_cell", "h": h, "alpha": α(h)}}},
+     "receiver": {...},                       # the Receiver model α is derived from
+     "columns": {"keys": [...], "count": "..."},
+     "target_kappa": K or null}
+
+Recomputed: α from the Receiver model at h, the whole spec, and the guarantee by
+``certify(CellSuppression(h), PersuasivePrivacy(SmallCellLogScore(r), SmallCellClass(h, α), K,
+0))`` with κ = −log α; it holds when κ is finite and at most the target. Publication: the
+published table (``released.csv`` or ``released.parquet``: the key columns and the count
+column, empty where suppressed), its number of cells and of suppressed cells; a verifier also
+checks that no shown count is below h, every count is a whole number, and no key repeats.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+
+from persuasive.errors import ValidationError
+from persuasive.report.kinds import Body, Publication, need, number, one_file
+
+__all__ = ["KIND", "TableParams", "sentence"]
+
+
+@dataclass(frozen=True)
+class TableParams:
+    """The parameters of a table's claim."""
+
+    h: int
+    r: int
+    receiver: Any
+    keys: tuple[str, ...]
+    count: str
+    target_kappa: float | None = None
+
+    def __post_init__(self) -> None:
+        from persuasive.classes.receivers import Receiver, check_thresholds
+
+        check_thresholds(self.h, self.r)
+        if not isinstance(self.receiver, Receiver):
+            raise ValidationError(f"receiver must be a Receiver model; got {self.receiver!r:.60}")
+
+
+def _percent(alpha: float) -> str:
+    return f"{100 * alpha:.3g}%"
+
+
+def sentence(alpha: float, h: int, kappa: float, holds: bool, target: float | None) -> str:
+    """The guarantee of a suppressed table in one plain sentence."""
+    if not math.isfinite(kappa):
+        return (
+            f"No guarantee: a Receiver whose prior puts at least {_percent(alpha)} on counts "
+            f"below {h} is not bounded (κ = ∞)."
+        )
+    text = (
+        f"A Receiver whose prior puts at least {_percent(alpha)} on small counts cannot raise "
+        f"its log-score on any small cell by more than {kappa:.4g} nats (a small count is one "
+        f"below {h})."
+    )
+    if target is not None and not holds:
+        text += f" This is above the target κ = {target:g}: the target is NOT met."
+    return text
+
+
+class TableKind:
+    """:class:`~persuasive.report.kinds.Kind` of a suppressed count table."""
+
+    name: ClassVar[str] = "table"
+    needs_publication: ClassVar[bool] = False
+    published: ClassVar[tuple[str, ...]] = ("released",)
+
+    def parameters(self, claim: Mapping[str, Any]) -> TableParams:
+        from persuasive.classes.receivers import receiver_from_dict
+
+        doc = {"claim": claim}
+        h = need(doc, "claim.spec.mechanism.h", int)
+        scores = need(doc, "claim.spec.definition.scores", list)
+        if len(scores) != 1 or not isinstance(scores[0], Mapping):
+            raise ValidationError(f"claim.spec.definition.scores: must be one score; got {scores!r:.60}")
+        r = need({"claim": scores[0]}, "claim.r", int)
+        try:
+            receiver = receiver_from_dict(need(doc, "claim.receiver", dict))
+        except ValidationError as exc:
+            raise ValidationError(f"claim.receiver: {exc}") from None
+        keys = need(doc, "claim.columns.keys", list)
+        if not keys or not all(isinstance(k, str) for k in keys):
+            raise ValidationError(f"claim.columns.keys: must be column names; got {keys!r:.60}")
+        count = need(doc, "claim.columns.count", str)
+        target = number(doc, "claim.target_kappa", optional=True)
+        return TableParams(h, r, receiver, tuple(keys), count, target)
+
+    def claim(self, p: TableParams) -> dict[str, Any]:
+        alpha = p.receiver.alpha(p.h)
+        return {
+            "spec": {
+                "mechanism": {"type": "cell_suppression", "h": p.h},
+                "definition": {
+                    "kind": "pp",
+                    "kappa": math.inf if p.target_kappa is None else p.target_kappa,
+                    "delta": 0.0,
+                    "scores": [{"type": "small_cell_log", "r": p.r}],
+                    "priors": {"class": "small_cell", "h": p.h, "alpha": alpha},
+                },
+            },
+            "receiver": p.receiver.describe(),
+            "columns": {"keys": list(p.keys), "count": p.count},
+            "target_kappa": p.target_kappa,
+        }
+
+    def certify(self, p: TableParams, publication: Publication | None = None) -> Body:
+        from persuasive.certify import certify
+        from persuasive.classes import SmallCellClass
+        from persuasive.definitions import PersuasivePrivacy
+        from persuasive.mechanisms import CellSuppression
+        from persuasive.scores import SmallCellLogScore
+
+        alpha = p.receiver.alpha(p.h)
+        kappa = math.inf if p.target_kappa is None else p.target_kappa
+        definition = PersuasivePrivacy(
+            SmallCellLogScore(r=p.r), SmallCellClass(p.h, alpha), kappa, 0.0
+        )
+        cert = certify(CellSuppression(p.h), definition)
+        holds = bool(cert.holds) and math.isfinite(cert.kappa)
+        return Body(
+            guarantee={
+                "holds": holds,
+                "kappa": cert.kappa,
+                "delta": cert.delta,
+                "exact": bool(cert.exact),
+                "basis": cert.basis,
+                "statement": sentence(alpha, p.h, cert.kappa, holds, p.target_kappa),
+            },
+            notes=[str(n) for n in cert.notes],
+            certificate=cert,
+        )
+
+    def read_publication(self, p: TableParams, files: Mapping[str, Path]) -> Publication:
+        from persuasive.files.reading import ROW, count_checks, count_expr, scan
+
+        name, path = one_file(files, "released")
+        frame = scan(path, text=[*p.keys, p.count], role="published table")
+        schema = frame.collect_schema()
+        want = [*p.keys, p.count]
+        if list(schema.names()) != want:
+            raise ValidationError(
+                f"published table '{name}' has columns {list(schema.names())}; the certificate "
+                f"states {want}"
+            )
+        problems: list[str] = []
+        dtype = schema[p.count]
+        checks = [c for c in count_checks(p.count, dtype) if "missing" not in c.message]
+        counts = count_expr(p.count, dtype)
+        raw = frame.with_row_index(ROW)
+        key = pl.struct(list(p.keys)) if len(p.keys) > 1 else pl.col(p.keys[0])
+        stats = raw.select(
+            pl.len().alias("n"),
+            pl.col(p.count).is_null().sum().alias("suppressed"),
+            key.n_unique().alias("unique"),
+            pl.col(ROW).filter(counts.is_not_null() & (counts < p.h)).first().alias("below"),
+            *(pl.col(ROW).filter(c.fails & pl.col(p.count).is_not_null()).first().alias(f"bad{i}")
+              for i, c in enumerate(checks)),
+        ).collect().row(0, named=True)
+        if stats["below"] is not None:
+            row = raw.filter(pl.col(ROW) == stats["below"]).collect().row(0, named=True)
+            where = ", ".join(f"{k}={row[k]!r}" for k in p.keys)
+            problems.append(
+                f"publication: cell ({where}) shows {row[p.count]}, below h = {p.h}: a count "
+                "below h must be suppressed (a suppressed cell filled back in?)"
+            )
+        for i, c in enumerate(checks):
+            if stats[f"bad{i}"] is not None:
+                row = raw.filter(pl.col(ROW) == stats[f"bad{i}"]).collect().row(0, named=True)
+                problems.append(
+                    f"publication: column {p.count!r} at row {stats[f'bad{i}'] + 1} "
+                    + c.message.format(value=row[p.count])
+                )
+        if stats["unique"] != stats["n"]:
+            problems.append(
+                f"publication: {stats['n'] - stats['unique']} key(s) appear more than once"
+            )
+        facts = {"cells": int(stats["n"]), "suppressed": int(stats["suppressed"])}
+        return Publication({name: path}, facts, problems)
+
+
+KIND = TableKind()
