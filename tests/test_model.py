@@ -212,7 +212,6 @@ def test_definitions_are_frozen_and_validated() -> None:
     with pytest.raises(AttributeError):
         d.kappa = 2.0  # type: ignore[misc]
     assert d.with_kappa(2.0).kappa == 2.0 and d.kappa == 1.0
-    assert pp.renyi_dp(1.0, 0.5).risk == pp.Mean()
     assert pp.renyi_dp(3.0, 0.5).risk == pp.Renyi(3.0)
     assert pp.pure_dp(1.0).delta == 0.0
 
@@ -237,6 +236,42 @@ def test_definitions_are_frozen_and_validated() -> None:
 def test_definition_bad_input(build, match) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(pp.ValidationError, match=match):
         build()
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        # ε is the preset's own argument: the error names it, not the κ it becomes
+        (lambda: pp.pure_dp(-1.0), "epsilon must be in [0, inf]; got -1.0"),
+        (lambda: pp.pure_dp(math.nan), "epsilon must be a finite number; got nan"),
+        (lambda: pp.pure_dp("1"), "epsilon must be a real number; got '1'"),
+        (lambda: pp.probabilistic_dp(-0.5, 0.1), "epsilon must be in [0, inf]; got -0.5"),
+        (lambda: pp.probabilistic_dp(1.0, 1.0), "delta must be in [0, 1); got 1.0"),
+        (lambda: pp.probabilistic_dp(1.0, -0.1), "delta must be in [0, 1); got -0.1"),
+        (lambda: pp.renyi_dp(2.0, -1.0), "epsilon must be in [0, inf]; got -1.0"),
+        (lambda: pp.renyi_dp(2.0, math.nan), "epsilon must be a finite number; got nan"),
+        # the order of renyi_dp is α > 1, as for pp.Renyi (α = 1 is no Rényi risk)
+        (lambda: pp.renyi_dp(1.0, 0.5), "alpha must be in (1, inf); got 1.0"),
+        (lambda: pp.renyi_dp(1, 0.5), "alpha must be in (1, inf); got 1"),
+        (lambda: pp.renyi_dp(0.5, 0.5), "alpha must be in (1, inf); got 0.5"),
+        (lambda: pp.Renyi(1.0), "alpha must be in (1, inf); got 1.0"),
+    ],
+)
+def test_presets_name_their_own_arguments(build, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(pp.ValidationError) as err:
+        build()
+    assert str(err.value) == message
+    assert "kappa" not in str(err.value)
+
+
+def test_presets_equal_their_definitions() -> None:
+    log, h = pp.LogScore(), pp.NeighbourPriors()
+    assert pp.pure_dp(math.inf).kappa == math.inf  # no guarantee, still a definition
+    assert pp.pure_dp(1.5) == pp.PersuasivePrivacy(log, h, 1.5, 0.0)
+    assert pp.probabilistic_dp(1.0, 0.25) == pp.PersuasivePrivacy(log, h, 1.0, 0.25)
+    assert pp.renyi_dp(3.0, 0.5) == pp.PersuasivePrivacyExpectation(log, h, 0.5, pp.Renyi(3.0))
+    anchored = pp.NeighbourPriors(anchored=True)
+    assert pp.pure_dp(1.0, anchored).priors == anchored
 
 
 def test_joint_and_chain_sampling_match_their_kernels() -> None:

@@ -16,9 +16,13 @@ from persuasive import _tolerances as tol
 from persuasive.errors import ValidationError
 
 
-def _echo(value: Any) -> str:
+def echo(value: Any) -> str:
+    """``repr(value)``, cut to 80 characters: how error messages quote a bad value."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+_echo = echo
 
 
 def real(
@@ -35,16 +39,17 @@ def real(
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValidationError(f"{name} must be a real number; got {_echo(value)}")
     v = float(value)
+    lb = "[" if (allow_inf if low is None else not low_open) else "("
+    hb = "]" if (allow_inf if high is None else not high_open) else ")"
+    lo_s = "-inf" if low is None else f"{low:g}"
+    hi_s = "inf" if high is None else f"{high:g}"
+    interval = f"{lb}{lo_s}, {hi_s}{hb}"
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
         raise ValidationError(f"{name} must be a finite number; got {_echo(value)}")
     lo_bad = low is not None and (v < low or (low_open and v == low))
     hi_bad = high is not None and (v > high or (high_open and v == high))
     if lo_bad or hi_bad:
-        lb = "[" if (allow_inf if low is None else not low_open) else "("
-        hb = "]" if (allow_inf if high is None else not high_open) else ")"
-        lo_s = "-inf" if low is None else f"{low:g}"
-        hi_s = "inf" if high is None else f"{high:g}"
-        raise ValidationError(f"{name} must be in {lb}{lo_s}, {hi_s}{hb}; got {_echo(value)}")
+        raise ValidationError(f"{name} must be in {interval}; got {_echo(value)}")
     return v
 
 
@@ -126,20 +131,25 @@ def covariance(
         raise ValidationError(f"{name} must be a square matrix; got shape {c.shape}")
     if n is not None and c.shape[0] != n:
         raise ValidationError(f"{name} must be {n} x {n} to match the mean; got shape {c.shape}")
-    if not np.allclose(c, c.T, rtol=1e-10, atol=1e-12):
+    # Work on C / max|C_ij| so that neither the symmetrisation nor the eigenvalues overflow
+    # (entries near the largest float) or underflow (subnormal entries).
+    top = float(np.max(np.abs(c)))
+    unit = c / top if top > 0.0 else c
+    if not np.allclose(unit, unit.T, rtol=1e-10, atol=1e-12):
         raise ValidationError(
-            f"{name} must be symmetric; max |C - C^T| = {np.max(np.abs(c - c.T)):.3g}"
+            f"{name} must be symmetric; max |C - C^T| = {top * np.max(np.abs(unit - unit.T)):.3g}"
         )
-    c = 0.5 * (c + c.T)
-    eig = np.linalg.eigvalsh(c)
-    scale = max(float(np.max(np.abs(eig))), 1e-300)
+    unit = 0.5 * unit + 0.5 * unit.T
+    c = np.where(c == c.T, c, 0.5 * c + 0.5 * c.T)  # exact when already symmetric
+    eig = np.linalg.eigvalsh(unit)
+    scale = float(np.max(np.abs(eig)))
     if definite and eig[0] <= tol.PSD_RTOL * scale:
         raise ValidationError(
-            f"{name} must be positive definite; its smallest eigenvalue is {eig[0]:.3g}"
+            f"{name} must be positive definite; its smallest eigenvalue is {eig[0] * top:.3g}"
         )
     if not definite and eig[0] < -tol.PSD_RTOL * scale:
         raise ValidationError(
-            f"{name} must be positive semi-definite; its smallest eigenvalue is {eig[0]:.3g}"
+            f"{name} must be positive semi-definite; its smallest eigenvalue is {eig[0] * top:.3g}"
         )
     return c
 

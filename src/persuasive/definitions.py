@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from persuasive import _validation as v
+from persuasive import _domains as dm
 from persuasive.classes.base import PriorClass
 from persuasive.classes.neighbours import NeighbourPriors
 from persuasive.errors import ValidationError
@@ -85,8 +85,8 @@ class PersuasivePrivacy:
     ) -> None:
         object.__setattr__(self, "scores", _scores(scores))
         object.__setattr__(self, "priors", _priors(priors))
-        object.__setattr__(self, "kappa", v.real("kappa", kappa, low=0.0, allow_inf=True))
-        object.__setattr__(self, "delta", v.real("delta", delta, low=0.0, high=1.0, high_open=True))
+        object.__setattr__(self, "kappa", dm.KAPPA.check("kappa", kappa))
+        object.__setattr__(self, "delta", dm.DELTA.but(required=True).check("delta", delta))
 
     def with_kappa(self, kappa: float) -> PersuasivePrivacy:
         return PersuasivePrivacy(self.scores, self.priors, kappa, self.delta)
@@ -140,7 +140,7 @@ class Renyi:
     alpha: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "alpha", v.real("alpha", self.alpha, low=1.0, low_open=True))
+        object.__setattr__(self, "alpha", dm.RENYI_ORDER.check("alpha", self.alpha))
 
     def describe(self) -> dict[str, Any]:
         return {"risk": "renyi", "alpha": self.alpha}
@@ -167,7 +167,7 @@ class FDivergence:
     name: str
 
     def __post_init__(self) -> None:
-        v.choice("name", self.name, tuple(F_DIVERGENCES))
+        dm.F_DIVERGENCE.check("name", self.name)
 
     def describe(self) -> dict[str, Any]:
         return {"risk": "f-divergence", "name": self.name}
@@ -210,7 +210,7 @@ class PersuasivePrivacyExpectation:
     ) -> None:
         object.__setattr__(self, "scores", _scores(scores))
         object.__setattr__(self, "priors", _priors(priors))
-        object.__setattr__(self, "kappa", v.real("kappa", kappa, low=0.0, allow_inf=True))
+        object.__setattr__(self, "kappa", dm.KAPPA.check("kappa", kappa))
         r = Mean() if risk is None else risk
         if not isinstance(r, (Mean, Renyi, FDivergence)):
             raise ValidationError(
@@ -244,22 +244,78 @@ class PersuasivePrivacyExpectation:
 Definition = PersuasivePrivacy | PersuasivePrivacyExpectation
 
 
+def _preset(name: str, **values: Any) -> dict[str, Any]:
+    """Check the arguments of a preset by their own names (ε is not κ) against
+    :data:`persuasive._domains.PRESETS`."""
+    params = dm.PRESETS[name]
+    return {key: params[key].check(key, value) for key, value in values.items()}
+
+
+def _dp_priors(priors: PriorClass | None) -> PriorClass:
+    return NeighbourPriors() if priors is None else priors
+
+
 def pure_dp(epsilon: float, priors: NeighbourPriors | None = None) -> PersuasivePrivacy:
-    """ε-DP as (L, 𝓗, ε, 0)-PP (Prop 6 with δ = 0)."""
-    return PersuasivePrivacy(LogScore(), priors or NeighbourPriors(), epsilon, 0.0)
+    """ε-DP as (L, 𝓗, ε, 0)-PP (Prop 6 with δ = 0).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε >= 0 (``inf`` allowed: no guarantee), the κ of the definition.
+    priors : NeighbourPriors, optional
+        The neighbouring two-point priors (default ``NeighbourPriors()``, i.e. 𝓗).
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> pp.pure_dp(1.0).kappa, pp.pure_dp(1.0).delta
+    (1.0, 0.0)
+    """
+    p = _preset("pure_dp", epsilon=epsilon)
+    return PersuasivePrivacy(LogScore(), _dp_priors(priors), p["epsilon"], 0.0)
 
 
 def probabilistic_dp(
     epsilon: float, delta: float, priors: NeighbourPriors | None = None
 ) -> PersuasivePrivacy:
-    """(ε, δ)-probabilistic DP as (L, 𝓗, ε, δ)-PP (Prop 6)."""
-    return PersuasivePrivacy(LogScore(), priors or NeighbourPriors(), epsilon, delta)
+    """(ε, δ)-probabilistic DP as (L, 𝓗, ε, δ)-PP (Prop 6).
+
+    Parameters
+    ----------
+    epsilon : float
+        ε >= 0 (``inf`` allowed), the κ of the definition.
+    delta : float
+        δ in [0, 1).
+    priors : NeighbourPriors, optional
+        As in :func:`pure_dp`.
+    """
+    p = _preset("probabilistic_dp", epsilon=epsilon, delta=delta)
+    return PersuasivePrivacy(LogScore(), _dp_priors(priors), p["epsilon"], p["delta"])
 
 
 def renyi_dp(
     alpha: float, epsilon: float, priors: NeighbourPriors | None = None
 ) -> PersuasivePrivacyExpectation:
-    """(α, ε)-Rényi DP as PP in expectation (Props 11–12; α = 1 is KL / (1, ε)-RDP)."""
-    a = v.real("alpha", alpha, low=1.0)
-    risk: Risk = Mean() if a == 1.0 else Renyi(a)
-    return PersuasivePrivacyExpectation(LogScore(), priors or NeighbourPriors(), epsilon, risk)
+    """(α, ε)-Rényi DP as PP in expectation with the Rényi risk of order α (Props 11–12).
+
+    Parameters
+    ----------
+    alpha : float
+        The Rényi order, α > 1 as for :class:`Renyi`. The KL case α = 1 is not a Rényi risk:
+        state it as ``PersuasivePrivacyExpectation(LogScore(), NeighbourPriors(), epsilon,
+        Mean())`` (Prop 11).
+    epsilon : float
+        ε >= 0 (``inf`` allowed), the κ of the definition.
+    priors : NeighbourPriors, optional
+        As in :func:`pure_dp`.
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> pp.renyi_dp(2.0, 0.5).risk
+    Renyi(alpha=2.0)
+    """
+    p = _preset("renyi_dp", alpha=alpha, epsilon=epsilon)
+    return PersuasivePrivacyExpectation(
+        LogScore(), _dp_priors(priors), p["epsilon"], Renyi(p["alpha"])
+    )

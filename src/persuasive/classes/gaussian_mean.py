@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
-from persuasive import _validation as v
 from persuasive.classes.base import PriorClass
 from persuasive.errors import ValidationError
 from persuasive.priors import GaussianPrior, Prior, as_dataset
@@ -83,14 +83,8 @@ class GaussianMeanClass(PriorClass):
     max_mean_sd: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "r1", v.real("r1", self.r1, low=0.0, low_open=True))
-        object.__setattr__(self, "r2", v.real("r2", self.r2, low=1.0, low_open=True))
-        if self.max_mean_sd is not None:
-            object.__setattr__(
-                self,
-                "max_mean_sd",
-                v.real("max_mean_sd", self.max_mean_sd, low=0.0, low_open=True),
-            )
+        for name, param in dm.PRIOR_CLASSES["gaussian_mean"].items():
+            object.__setattr__(self, name, param.check(name, getattr(self, name)))
 
     def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
         if not isinstance(prior, GaussianPrior):

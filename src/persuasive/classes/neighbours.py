@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
-from persuasive import _validation as v
 from persuasive.classes.base import PriorClass
 from persuasive.errors import ValidationError
 from persuasive.priors import DiscretePrior, Prior, as_dataset
@@ -49,13 +49,15 @@ class NeighbourPriors(PriorClass):
     anchored: bool = False
 
     def __post_init__(self) -> None:
-        if self.pairs is not None:
+        params = dm.PRIOR_CLASSES["neighbours"]
+        object.__setattr__(self, "anchored", params["anchored"].check("anchored", self.anchored))
+        pairs: Any = self.pairs
+        if not isinstance(pairs, (list, tuple, set, frozenset, str)) and hasattr(pairs, "__iter__"):
+            pairs = list(pairs)  # any iterable of pairs, e.g. a generator
+        pairs = params["pairs"].check("pairs", pairs)
+        if pairs is not None:
             sym: set[tuple[int, int]] = set()
-            for k, pair in enumerate(self.pairs):
-                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                    raise ValidationError(f"pairs[{k}] must be a pair (i, j); got {pair!r}")
-                i = v.integer(f"pairs[{k}][0]", pair[0], low=0)
-                j = v.integer(f"pairs[{k}][1]", pair[1], low=0)
+            for i, j in pairs:
                 if i != j:
                     sym |= {(i, j), (j, i)}
             if not sym:

@@ -27,21 +27,21 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from persuasive import _validation as v
+from persuasive import _domains as dm
 from persuasive.errors import ValidationError
-from persuasive.spec.schema import SCORES
 
 #: α(h) of a parametric family is scipy's cdf shrunk by this relative amount, so that floating
 #: point rounding in the cdf can only *raise* the certified κ (docs/architecture.md, rule 6).
 ALPHA_RTOL: float = 1e-12
 
-#: The smallest score threshold r (hence threshold h >= r) the spec format accepts: taken from
-#: the ``small_cell_log`` schema so that a release always round-trips through ``spec_from_dict``.
-R_MIN: int = int(SCORES["small_cell_log"][0]["r"].low or 1)
+#: The smallest score threshold r (hence threshold h >= r): the lower bound of the declared
+#: domain of r (:data:`persuasive._domains.SCORE_R`, shared with the spec format), so that a
+#: release always round-trips through ``spec_from_dict``.
+R_MIN: int = dm.R_MIN
 
 
 def _threshold(h: Any) -> int:
-    return v.integer("h", h, low=1)
+    return int(dm.THRESHOLD.check("h", h))
 
 
 def kappa_of(alpha: float) -> float:
@@ -54,7 +54,7 @@ def kappa_of(alpha: float) -> float:
 def check_thresholds(h: Any, r: Any = None) -> tuple[int, int]:
     """Validate the suppression threshold h and the score threshold r (default h) of Prop 8:
     ``R_MIN <= r <= h``; return ``(h, r)``."""
-    h_ = v.integer("h", h)
+    h_ = int(dm.THRESHOLD.check("h", h))
     if h_ < R_MIN:
         raise ValidationError(
             f"h must be an integer >= {R_MIN}: counts below h are suppressed, and Prop 8 needs "
@@ -62,7 +62,7 @@ def check_thresholds(h: Any, r: Any = None) -> tuple[int, int]:
         )
     if r is None:
         return h_, h_
-    r_ = v.integer("r", r, low=R_MIN)
+    r_ = int(dm.RELEASE["r"].check("r", r))
     if r_ > h_:
         raise ValidationError(
             f"r = {r_} exceeds h = {h_}: Prop 8 needs h >= r, otherwise a released cell with "
@@ -119,7 +119,7 @@ class SmallCellReceiver(Receiver):
     alpha_: float = field(repr=False)
 
     def __init__(self, alpha: float) -> None:
-        a = v.real("alpha", alpha, low=0.0, high=1.0, low_open=True)
+        a = dm.RECEIVERS["small_cell"]["alpha"].check("alpha", alpha)
         object.__setattr__(self, "alpha_", a)
 
     def __repr__(self) -> str:
@@ -140,8 +140,8 @@ class SmallCellReceiver(Receiver):
 
 
 def _means(mean_min: Any, mean_max: Any) -> tuple[float, float]:
-    lo = v.real("mean_min", mean_min, low=0.0)
-    hi = v.real("mean_max", mean_max, low=0.0)
+    lo = dm.CELL_MEAN.check("mean_min", mean_min)
+    hi = dm.CELL_MEAN.check("mean_max", mean_max)
     if hi < lo:
         raise ValidationError(
             f"mean_max must be at least mean_min = {lo:g}; got {hi:g} (the prior means of the "
@@ -240,7 +240,7 @@ class NegativeBinomialReceiver(Receiver):
 
     def __post_init__(self) -> None:
         lo, hi = _means(self.mean_min, self.mean_max)
-        n = v.real("size", self.size, low=0.0, low_open=True)
+        n = dm.RECEIVERS["negative_binomial"]["size"].check("size", self.size)
         object.__setattr__(self, "mean_min", lo)
         object.__setattr__(self, "mean_max", hi)
         object.__setattr__(self, "size", n)

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
-from persuasive import _validation as v
 from persuasive.classes.base import PriorClass
 from persuasive.priors import IndependentCellsPrior, Prior
 
@@ -27,7 +27,8 @@ class SmallCellClass(PriorClass):
     Parameters
     ----------
     h : int
-        Small-count threshold, ``h >= 1`` (the paper takes ``h >= 2``).
+        Small-count threshold, ``1 <= h <= 10**6`` (the paper takes ``h >= 2``;
+        :data:`persuasive._domains.THRESHOLD`).
     alpha : float
         Minimum prior mass below h, ``0 < alpha <= 1``.
 
@@ -45,10 +46,8 @@ class SmallCellClass(PriorClass):
     alpha: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "h", v.integer("h", self.h, low=1))
-        object.__setattr__(
-            self, "alpha", v.real("alpha", self.alpha, low=0.0, high=1.0, low_open=True)
-        )
+        for name, param in dm.PRIOR_CLASSES["small_cell"].items():
+            object.__setattr__(self, name, param.check(name, getattr(self, name)))
 
     def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
         if not isinstance(prior, IndependentCellsPrior):

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.certify.noisy_mean import tail_threshold
@@ -48,7 +49,7 @@ GAMMA_BINS: int = 1 << 14
 
 def check_A(A: ArrayLike, n: int | None = None) -> NDArray[np.float64]:
     """A as a finite (k, n) array with n >= 2 (and n columns when given)."""
-    a = np.atleast_2d(v.array("A", A, ndim=(1, 2)))
+    a = np.atleast_2d(dm.LINEAR_A.check("A", A))
     if n is not None and a.shape[1] != n:
         raise ValidationError(f"A must have n = {n} columns (one per individual); got {a.shape[1]}")
     if a.shape[1] < 2:
@@ -207,8 +208,8 @@ class LinearAnalysis:
         :math:`-\log(1-\rho_i^2) + q_{1-\delta}[(\sqrt{r_1\gamma_i} +
         \sqrt{1-\gamma_i}Z)^2]` (an upper bound). Exposed individuals: ``inf``.
         """
-        r1 = v.real("r1", r1, low=0.0)
-        delta = v.real("delta", delta, low=0.0, high=1.0)
+        r1 = dm.R1.check("r1", r1)
+        delta = dm.DELTA.check("delta", delta)
         with np.errstate(divide="ignore"):
             base = -np.log1p(-np.minimum(self.rho2, 1.0))
         g = self.gamma

@@ -22,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
+from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.linear.analysis import LinearAnalysis, analyse, check_A
 from persuasive.linear.classes import LinearGaussianClass, variance_spread
@@ -140,7 +141,8 @@ def audit_linear(
     a = check_A(A)
     n, k = a.shape[1], a.shape[0]
     r = noise_covariance(R, k)
-    delta = v.real("delta", delta, low=0.0, high=1.0)
+    delta = dm.DELTA.check("delta", delta)
+    starts = dm.N_STARTS.check("starts", starts)
     gen = np.random.default_rng(rng)
     best: tuple[float, Any] = (-math.inf, None)
     evals = 0

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from persuasive import _validation as v
+from persuasive import _domains as dm
 from persuasive.errors import ValidationError
 from persuasive.linear.analysis import analyse, check_A
 from persuasive.linear.classes import LinearGaussianClass
@@ -83,8 +83,8 @@ def calibrate_noise(
     """
     a = check_A(A)
     k = a.shape[0]
-    target = v.real("target", target, low=0.0)
-    delta = v.real("delta", delta, low=0.0, high=1.0)
+    target = dm.TARGET_KAPPA.check("target", target)
+    delta = dm.DELTA.check("delta", delta)
     if cls is not None:
         scale = cls.max_stat_sd or 1.0
         c = np.sqrt(np.einsum("ij,ij->i", a, a)) if per_statistic else np.ones(k)
@@ -100,7 +100,7 @@ def calibrate_noise(
         scale = float(np.sqrt(stat_var.max()))
         c = np.sqrt(stat_var) / scale if per_statistic else np.ones(k)
         mu = np.asarray(mean, dtype=float)
-        r1v = v.real("r1", r1, low=0.0)
+        r1v = dm.R1.check("r1", r1)
 
         def f(s: float) -> float:
             an = analyse(mu, ops, a, s**2 * np.diag(c**2) if s > 0 else None)
@@ -168,7 +168,9 @@ def greedy_withhold(
     a = check_A(A)
     ops = as_cov(cov, a.shape[1])
     r = noise_covariance(R, a.shape[0])
-    target = v.real("target", target, low=0.0)
+    target = dm.TARGET_KAPPA.check("target", target)
+    r1 = dm.R1.check("r1", r1)
+    delta = dm.DELTA.check("delta", delta)
     mu = np.asarray(mean, dtype=float)
 
     def kap(rows: list[int]) -> NDArray[np.float64]:

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
@@ -109,16 +110,12 @@ class LinearGaussianClass(PriorClass):
     max_stat_sd: float | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "r1", v.real("r1", self.r1, low=0.0, low_open=True))
-        object.__setattr__(self, "r2", v.real("r2", self.r2, low=1.0, low_open=True))
+        for name, param in dm.PRIOR_CLASSES["linear_gaussian"].items():
+            object.__setattr__(self, name, param.check(name, getattr(self, name)))
         if self.A is not None:
             a = check_A(self.A)
             a.setflags(write=False)
             object.__setattr__(self, "A", a)
-        if self.max_stat_sd is not None:
-            object.__setattr__(
-                self, "max_stat_sd", v.real("max_stat_sd", self.max_stat_sd, low=0.0, low_open=True)
-            )
 
     def _a(self, A: ArrayLike | None, n: int | None = None) -> NDArray[np.float64]:
         if A is None:
@@ -171,7 +168,7 @@ class LinearGaussianClass(PriorClass):
                 "empty and no guarantee is certified; withhold or add noise (fixed-prior analysis)"
             )
         r = noise_covariance(R, a.shape[0])
-        delta = v.real("delta", delta, low=0.0, high=1.0)
+        delta = dm.DELTA.check("delta", delta)
         if not np.any(r):
             return self.kappa
         lam_min = max(float(np.linalg.eigvalsh(r)[0]), 0.0)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from persuasive import _validation as v
+from persuasive import _domains as dm
 from persuasive.errors import ValidationError
 from persuasive.mechanisms.base import Mechanism
 from persuasive.mechanisms.combinators import Composition, Joint
@@ -61,7 +61,7 @@ class ComposedRelease(Mechanism):
             raise ValidationError(
                 f"counts must have one entry per mechanism ({len(mechs)}); got {counts!r}"
             )
-        cnt = tuple(v.integer("k" if len(mechs) == 1 else "counts", c, low=1) for c in cnt)
+        cnt = tuple(dm.REPEATS.check("k" if len(mechs) == 1 else "counts", c) for c in cnt)
         object.__setattr__(self, "mechanisms", mechs)
         object.__setattr__(self, "counts", cnt)
         object.__setattr__(self, "deterministic", all(m.deterministic for m in mechs))
@@ -69,7 +69,7 @@ class ComposedRelease(Mechanism):
     @classmethod
     def repeat(cls, mechanism: Mechanism, k: int) -> ComposedRelease:
         """The k-fold release of ``mechanism`` (k >= 1)."""
-        return cls([mechanism], [v.integer("k", k, low=1)])
+        return cls([mechanism], [dm.REPEATS.check("k", k)])
 
     @property
     def k(self) -> int:

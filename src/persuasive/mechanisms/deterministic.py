@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
@@ -99,8 +100,7 @@ class LinearStatistic(_Deterministic):
     _out_axes = 1
 
     def __init__(self, A: ArrayLike) -> None:
-        a = v.array("A", A, ndim=(1, 2))
-        a = np.atleast_2d(a)
+        a = np.atleast_2d(dm.LINEAR_A.check("A", A))
         a.setflags(write=False)
         object.__setattr__(self, "A", a)
 
@@ -135,7 +135,7 @@ class CellSuppression(_Deterministic):
     Parameters
     ----------
     h : int
-        Threshold, ``h >= 1``.
+        Threshold, ``1 <= h <= 10**6`` (:data:`persuasive._domains.THRESHOLD`).
 
     Examples
     --------
@@ -151,7 +151,7 @@ class CellSuppression(_Deterministic):
     SUPPRESSED = -1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "h", v.integer("h", self.h, low=1))
+        object.__setattr__(self, "h", dm.THRESHOLD.check("h", self.h))
 
     def _check(self, x: NDArray[np.float64]) -> None:
         if np.any(x < 0) or np.any(x != np.round(x)):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
@@ -39,7 +40,7 @@ class FiniteKernel(Mechanism):
     discrete_output = True
 
     def __init__(self, matrix: ArrayLike) -> None:
-        p = v.array("matrix", matrix, ndim=2, nonneg=True)
+        p = v.array("matrix", dm.KERNEL_MATRIX.check("matrix", matrix), nonneg=True)
         sums = p.sum(axis=1)
         if np.any(np.abs(sums - 1.0) > tol.KERNEL_ROW_ATOL):
             row = int(np.argmax(np.abs(sums - 1.0)))
@@ -114,6 +115,14 @@ class RandomizedResponse(FiniteKernel):
     .. math:: m(x, t) = \frac{e^{\varepsilon_0}}{e^{\varepsilon_0}+k-1} \text{ if } t = x, \quad
               \frac{1}{e^{\varepsilon_0}+k-1} \text{ otherwise}.
 
+    Parameters
+    ----------
+    epsilon : float
+        ε₀ >= 0 (finite).
+    k : int
+        Number of categories, ``2 <= k <= 4096`` (the kernel is a dense k x k matrix;
+        :data:`persuasive._domains.RR_K`).
+
     Examples
     --------
     >>> import persuasive as pp
@@ -126,8 +135,9 @@ class RandomizedResponse(FiniteKernel):
     k: int
 
     def __init__(self, epsilon: float, k: int = 2) -> None:
-        eps = v.real("epsilon", epsilon, low=0.0)
-        kk = v.integer("k", k, low=2)
+        params = dm.MECHANISMS["randomized_response"]
+        eps = params["epsilon"].check("epsilon", epsilon)
+        kk = params["k"].check("k", k)
         # e^{-ε} form: no overflow for large ε (keep -> 1, other -> 0).
         other = math.exp(-eps) / (1.0 + (kk - 1) * math.exp(-eps))
         keep = 1.0 / (1.0 + (kk - 1) * math.exp(-eps))

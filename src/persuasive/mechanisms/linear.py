@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import UnsupportedCombinationError, ValidationError
@@ -28,7 +29,7 @@ def noise_covariance(R: ArrayLike | None, k: int) -> NDArray[np.float64]:
     """``R`` as a validated (k, k) PSD matrix: None/scalar/vector/matrix accepted."""
     if R is None:
         return np.zeros((k, k))
-    r = v.array("R", R, ndim=(0, 1, 2))
+    r = dm.NOISE_COVARIANCE.check("R", R)
     if r.ndim == 0:
         if r < 0:
             raise ValidationError(f"R (a noise variance) must be >= 0; got {float(r)}")
@@ -45,11 +46,12 @@ def noise_covariance(R: ArrayLike | None, k: int) -> NDArray[np.float64]:
         raise ValidationError(f"R must be {k} x {k} (one row per statistic of A); got {r.shape}")
     if not np.allclose(r, r.T, rtol=1e-10, atol=1e-12):
         raise ValidationError(f"R must be symmetric; max |R - R^T| = {np.max(np.abs(r - r.T)):.3g}")
-    r = 0.5 * (r + r.T)
-    eig = np.linalg.eigvalsh(r)
+    r = np.where(r == r.T, r, 0.5 * r + 0.5 * r.T)  # no overflow near the largest float
+    eig = np.linalg.eigvalsh(r / max(float(np.max(np.abs(r))), 1e-300))
     if eig[0] < -tol.PSD_RTOL * max(float(np.max(np.abs(eig))), 1e-300):
         raise ValidationError(
-            f"R must be positive semi-definite; its smallest eigenvalue is {eig[0]:.3g}"
+            "R must be positive semi-definite; its smallest eigenvalue is "
+            f"{eig[0] * float(np.max(np.abs(r))):.3g}"
         )
     return r
 
@@ -79,7 +81,7 @@ class LinearGaussian(Mechanism):
     discrete_output = False
 
     def __init__(self, A: ArrayLike, R: ArrayLike | None = None) -> None:
-        a = np.atleast_2d(v.array("A", A, ndim=(1, 2)))
+        a = np.atleast_2d(dm.LINEAR_A.check("A", A))
         r = noise_covariance(R, a.shape[0])
         a.setflags(write=False)
         r.setflags(write=False)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.mechanisms.base import Mechanism
 
@@ -54,7 +55,7 @@ class LaplaceMechanism(_Additive):
     scale: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", v.real("scale", self.scale, low=0.0, low_open=True))
+        object.__setattr__(self, "scale", dm.LAPLACE_SCALE.check("scale", self.scale))
 
     def _noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> NDArray[np.float64]:
         return rng.laplace(0.0, self.scale, size=shape)
@@ -79,7 +80,7 @@ class GaussianMechanism(_Additive):
     sigma: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", v.real("sigma", self.sigma, low=0.0, low_open=True))
+        object.__setattr__(self, "sigma", dm.GAUSSIAN_SIGMA.check("sigma", self.sigma))
 
     def _noise(self, rng: np.random.Generator, shape: tuple[int, ...]) -> NDArray[np.float64]:
         return rng.normal(0.0, self.sigma, size=shape)
@@ -108,7 +109,7 @@ class GeometricMechanism(_Additive):
     discrete_output = True
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", v.real("scale", self.scale, low=0.0, low_open=True))
+        object.__setattr__(self, "scale", dm.GEOMETRIC_SCALE.check("scale", self.scale))
 
     @property
     def a(self) -> float:

@@ -8,6 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import logsumexp
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
@@ -40,10 +41,11 @@ class DiscretePrior(Prior):
     discrete = True
 
     def __init__(self, support: ArrayLike, probs: ArrayLike) -> None:
-        s = v.array("support", support, ndim=(1, 2))
+        params = dm.PRIORS["discrete"]
+        s = params["support"].check("support", support)
         if s.ndim == 1:
             s = s[:, None]
-        p = v.probabilities("probs", v.array("probs", probs, ndim=1))
+        p = v.probabilities("probs", params["probs"].check("probs", probs))
         if p.shape[0] != s.shape[0]:
             raise ValidationError(
                 f"probs must have one entry per support point ({s.shape[0]}); got {p.shape[0]}"
@@ -114,7 +116,12 @@ def TwoPointPrior(x: ArrayLike, x_prime: ArrayLike, q: float) -> DiscretePrior:
     >>> pp.TwoPointPrior(0, 1, 0.1).probs.tolist()
     [0.1, 0.9]
     """
-    qq = v.real("q", q, low=0.0, high=1.0)
-    return DiscretePrior(
-        np.stack([np.atleast_1d(x), np.atleast_1d(x_prime)]).astype(float), [qq, 1.0 - qq]
-    )
+    params = dm.PRIORS["two_point"]
+    qq = params["q"].check("q", q)
+    a = np.atleast_1d(params["x"].check("x", x))
+    b = np.atleast_1d(params["x_prime"].check("x_prime", x_prime))
+    if a.shape != b.shape:
+        raise ValidationError(
+            f"x and x_prime must be datasets of the same size; got shapes {a.shape} and {b.shape}"
+        )
+    return DiscretePrior(np.stack([a, b]), [qq, 1.0 - qq])

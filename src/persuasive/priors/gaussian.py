@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.priors.base import Prior
@@ -39,11 +40,15 @@ class GaussianPrior(Prior):
     allow_singular: bool = False
 
     def __init__(self, mean: ArrayLike, cov: ArrayLike, allow_singular: bool = False) -> None:
-        mu = np.atleast_1d(v.array("mean", mean, ndim=(0, 1)))
-        sigma = v.covariance("cov", cov, mu.shape[0], definite=not allow_singular)
+        params = dm.PRIORS["gaussian"]
+        singular = params["allow_singular"].check("allow_singular", allow_singular)
+        mu = np.atleast_1d(params["mean"].check("mean", mean))
+        sigma = v.covariance(
+            "cov", params["cov"].check("cov", cov), mu.shape[0], definite=not singular
+        )
         object.__setattr__(self, "mean_", mu)
         object.__setattr__(self, "cov_", sigma)
-        object.__setattr__(self, "allow_singular", bool(allow_singular))
+        object.__setattr__(self, "allow_singular", singular)
         mu.setflags(write=False)
         sigma.setflags(write=False)
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
-from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.priors.base import Prior, as_dataset
 from persuasive.scores.base import Score
@@ -78,8 +78,7 @@ class MarginalDSS(Score):
     i: int | None = None
 
     def __post_init__(self) -> None:
-        if self.i is not None:
-            object.__setattr__(self, "i", v.integer("i", self.i, low=0))
+        object.__setattr__(self, "i", dm.SCORES["marginal_dss"]["i"].check("i", self.i))
 
     @property
     def is_family(self) -> bool:

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize, stats
 
-from persuasive import _validation as v
+from persuasive import _domains as dm
 from persuasive.errors import ValidationError
 from persuasive.priors.base import Prior, as_dataset
 from persuasive.priors.cells import IndependentCellsPrior
@@ -147,7 +147,7 @@ def interval_bayes_act(P: Any, s: float) -> tuple[float, float]:
     >>> round(a, 9)
     0.581976707
     """
-    s = v.real("s", s, low=0.0, low_open=True)
+    s = dm.INTERVAL_S.check("s", s)
     if isinstance(P, Prior):
         if P.dim != 1:
             raise ValidationError(
@@ -211,7 +211,7 @@ class IntervalPrivacyFunction(PrivacyFunction):
     s: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "s", v.real("s", self.s, low=0.0, low_open=True))
+        object.__setattr__(self, "s", dm.INTERVAL_S.check("s", self.s))
 
     def __call__(self, d: Any, x: ArrayLike) -> float:
         try:
@@ -264,7 +264,7 @@ class IntervalScore(Score):
     s: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "s", v.real("s", self.s, low=0.0, low_open=True))
+        object.__setattr__(self, "s", dm.INTERVAL_S.check("s", self.s))
 
     def bayes_act(self, P: Any) -> tuple[float, float]:
         """The interval :math:`d^P = (a_P, a_P + s)`; see :func:`interval_bayes_act`."""

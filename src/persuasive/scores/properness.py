@@ -18,8 +18,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
-from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.priors.base import Prior
 from persuasive.priors.cells import IndependentCellsPrior
@@ -258,7 +258,7 @@ def check_properness(
                 f"beliefs must share one dimension; beliefs[{k}] has dim "
                 f"{b.dim}, beliefs[0] has dim {beliefs[0].dim}"
             )
-    n_samples = v.integer("n_samples", n_samples, low=2)
+    n_samples = dm.N_SAMPLES.check("n_samples", n_samples)
     gen = np.random.default_rng(rng)
 
     worst: ProperCounterexample | None = None

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
-from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.priors.base import Prior, as_dataset
 from persuasive.priors.cells import IndependentCellsPrior
@@ -57,7 +57,8 @@ class SmallCellLogScore(Score):
         The cell (0-based). ``None`` is the family :math:`\mathcal L_n^r` (every cell, the
         worst one counting in Definition 3).
     r : int
-        The privacy threshold, an integer >= 1 (the paper takes r >= 2).
+        The privacy threshold, an integer ``2 <= r <= 10**6`` (§5.2 takes r >= 2; the
+        declared domain :data:`persuasive._domains.SCORE_R`, shared with the spec format).
 
     Examples
     --------
@@ -77,9 +78,9 @@ class SmallCellLogScore(Score):
     proper = False
 
     def __post_init__(self) -> None:
-        if self.i is not None:
-            object.__setattr__(self, "i", v.integer("i", self.i, low=0))
-        object.__setattr__(self, "r", v.integer("r", self.r, low=1))
+        params = dm.SCORES["small_cell_log"]
+        object.__setattr__(self, "i", params["i"].check("i", self.i))
+        object.__setattr__(self, "r", params["r"].check("r", self.r))
 
     @property
     def is_family(self) -> bool:
