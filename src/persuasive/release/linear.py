@@ -24,52 +24,29 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import NDArray
 
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
-from persuasive.release.statistics import (
-    COMBINATION_RTOL,
-    Statistic,
-    build_rows,
-)
+from persuasive.linear.exposure import LinearExposure, combination_of, exposures
+from persuasive.release.statistics import Statistic, build_rows
+from persuasive.report.kinds.linear import KIND as LINEAR_KIND
+from persuasive.report.kinds.linear import LinearParams
 from persuasive.results import Certificate
 
-
-class LinearExposure(NamedTuple):
-    """An exposed individual: ``row_id`` and the combination {statistic name: c_j} with
-    :math:`\\sum_j c_j T_j = x_{row\\_id}`."""
-
-    row_id: int
-    combination: dict[str, float]
-
-    def describe(self) -> str:
-        """``row 17 = 6366·overall − 6365·all_but_17`` (coefficients to 6 significant digits)."""
-        terms = []
-        for name, c in self.combination.items():
-            sign = "−" if c < 0 else "+"
-            mag = "" if math.isclose(abs(c), 1.0) else f"{abs(c):.6g}·"
-            terms.append(f"{sign} {mag}{name}")
-        text = " ".join(terms).removeprefix("+ ").replace("− ", "−", 1 if terms[0][0] == "−" else 0)
-        return f"row {self.row_id} = {text}"
-
-
-def combination_of(coefficients: ArrayLike, names: Sequence[str]) -> dict[str, float]:
-    """The non-negligible coefficients of a combination, by statistic name."""
-    c = np.asarray(coefficients, dtype=float)
-    top = float(np.max(np.abs(c))) if c.size else 0.0
-    return {n: float(x) for n, x in zip(names, c, strict=True) if abs(x) > COMBINATION_RTOL * top}
+__all__ = ["LinearExposure", "LinearRelease", "combination_of", "release_linear", "statement_of"]
 
 
 @dataclass(frozen=True)
 class LinearRelease:
-    """A release of linear statistics (``kind = "linear"``); see :func:`release_linear`.
+    """A release of linear statistics; see :func:`release_linear`.
 
     Attributes
     ----------
@@ -81,9 +58,11 @@ class LinearRelease:
         None when the release is refused because someone is exposed.
     exposed : tuple of LinearExposure
         ``(row_id, combination)`` of each exposed individual of the statistics asked for.
-    spec : dict
-        The TOML-schema document: statistics' definitions, value column, noise, class; no data.
+    params : LinearParams or None
+        The certificate's claim (None when refused).
     """
+
+    kind: ClassVar[str] = "linear"
 
     values: pl.DataFrame
     statistics: tuple[Statistic, ...]
@@ -97,11 +76,16 @@ class LinearRelease:
     max_stat_sd: float | None
     certificate: Certificate | None
     exposed: tuple[LinearExposure, ...]
-    spec: dict[str, Any] = field(repr=False)
+    params_: LinearParams | None = field(default=None, repr=False)
     target_kappa: float | None = None
     calibrated: str = ""
     matrix: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
-    kind: str = "linear"
+
+    @property
+    def params(self) -> LinearParams:
+        if self.params_ is None:
+            raise ValidationError(f"nothing to publish: {statement_of(self)}")
+        return self.params_
 
     @property
     def refused(self) -> bool:
@@ -114,6 +98,10 @@ class LinearRelease:
         if cert is None or not cert.holds or not math.isfinite(cert.kappa):
             return False
         return self.target_kappa is None or cert.kappa <= self.target_kappa
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return dict(LINEAR_KIND.claim(self.params)["spec"])
 
     def summary(self) -> dict[str, Any]:
         """Data-dependent facts for the custodian and the report (never for the certificate)."""
@@ -136,6 +124,24 @@ class LinearRelease:
         """κ under the class against the noise sd on every statistic: ``(sds, kappas, label)``."""
         return _curve(self, xs)
 
+    def published_files(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import write_frame
+
+        self.params  # noqa: B018 - a refused release has nothing to publish
+        name = f"released.{table_format}"
+        return {name: write_frame(self.values)(name)}
+
+    def custodian(self, table_format: str) -> dict[str, Any]:
+        return {}
+
+    def expected(self, name: str) -> pl.DataFrame | None:
+        return self.values if Path(name).stem == "released" else None
+
+    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
+        from persuasive.release.linear_output import linear_report
+
+        return linear_report(self, document)
+
 
 # --------------------------------------------------------------------------------------------
 # The release
@@ -148,76 +154,6 @@ def _reference(n: int) -> tuple[NDArray[np.float64], Any]:
     from persuasive.linear import StructuredCovariance
 
     return np.zeros(n), StructuredCovariance(np.ones(n))
-
-
-def _sparsest(a: NDArray[np.float64], i: int, fallback: NDArray[np.float64]) -> NDArray[np.float64]:
-    """A combination c with Aᵀc = e_i using as few statistics as possible (up to 3, k ≤ 40),
-    else ``fallback`` (the minimum-norm one): the readable form of a differencing attack."""
-    from itertools import combinations
-
-    k = a.shape[0]
-    e = np.zeros(a.shape[1])
-    e[i] = 1.0
-    for size in range(1, min(3, k) + 1 if k <= 40 else 1):
-        for rows in combinations(range(k), size):
-            sub = a[list(rows)].T
-            c, *_ = np.linalg.lstsq(sub, e, rcond=None)
-            if np.linalg.norm(sub @ c - e) <= 1e-8:
-                out = np.zeros(k)
-                out[list(rows)] = c
-                return out
-    return fallback
-
-
-def _exposures(a: NDArray[np.float64], names: Sequence[str]) -> tuple[LinearExposure, ...]:
-    from persuasive.linear import analyse
-
-    mean, cov = _reference(a.shape[1])
-    found = analyse(mean, cov, a).exposures()
-    return tuple(
-        LinearExposure(e.i, combination_of(_sparsest(a, e.i, e.combination), names)) for e in found
-    )
-
-
-def _certify(a: Any, cls: Any, sd: float | None, delta: float) -> Certificate:
-    import persuasive as pp
-
-    mech = pp.LinearGaussian(a, None if sd is None else sd**2)
-    probe = pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, math.inf, delta))
-    return pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, probe.kappa, delta))
-
-
-def _spec(
-    value: str,
-    kept: Sequence[Statistic],
-    withheld: Sequence[Statistic],
-    cls_doc: dict[str, Any],
-    sd: float | None,
-    kappa: float,
-    delta: float,
-) -> dict[str, Any]:
-    mech: dict[str, Any] = {
-        "type": "linear_statistics",
-        "value": value,
-        "statistics": [s.to_dict() for s in kept],
-    }
-    if withheld:
-        mech["withheld"] = [s.name for s in withheld]
-    if sd is not None:
-        mech["noise"] = {"type": "gaussian", "sigma": sd}
-    return {
-        "name": "linear_release",
-        "description": "linear statistics (means and sums over subsets) of one column; the "
-        "statistics are defined by their WHERE clauses, the data are not part of the spec",
-        "mechanism": mech,
-        "definition": {
-            "kind": "pp",
-            "kappa": kappa,
-            "delta": delta,
-            "scores": [{"type": "marginal_dss"}],
-            "priors": cls_doc,
-        },
-    }
 
 
 def release_linear(
@@ -306,7 +242,7 @@ def release_linear(
     if max_stat_sd is not None:
         cls_doc["max_stat_sd"] = max_stat_sd
     names = [s.name for s in stats]
-    exposed = _exposures(a, names)
+    exposed = exposures(a, names)
     keep = list(range(len(stats)))
     sd, calibrated = noise_sd, ""
     exact_kappa = r1 + math.log(r2)
@@ -341,14 +277,34 @@ def release_linear(
     kept = [stats[j] for j in keep]
     kept_a = a[keep]
     withheld = tuple(s for j, s in enumerate(stats) if j not in keep)
-    still = _exposures(kept_a, [s.name for s in kept]) if withhold else exposed
+    still = exposures(kept_a, [s.name for s in kept]) if withhold else exposed
     cert: Certificate | None = None
+    params: LinearParams | None = None
     out: list[float | None] = [None] * len(kept)
     if not still:
-        cert = _certify(kept_a, cls, sd, delta)
+        params = LinearParams(
+            value=value,
+            statistics=tuple((s.name, s.kind, s.where) for s in kept),
+            withheld=tuple(s.name for s in withheld),
+            members=tuple(row != 0 for row in kept_a),
+            n=int(a.shape[1]),
+            r1=r1,
+            r2=r2,
+            noise_sd=sd,
+            max_stat_sd=max_stat_sd,
+            delta=float(delta),
+            target_kappa=target_kappa,
+        )
+        cert = LINEAR_KIND.certify(params).certificate
         t = kept_a @ np.nan_to_num(x)  # x is NaN only on rows no statistic selects
         if sd is not None:
-            t = t + np.random.default_rng(rng).normal(0.0, sd, size=t.shape)
+            t = t + _rng(rng).normal(0.0, sd, size=t.shape)
+        bad = np.flatnonzero(~np.isfinite(t))
+        if bad.size:
+            raise ValidationError(
+                f"statistic {kept[int(bad[0])].name!r} is {t[bad[0]]}: a published number must "
+                "be finite; nothing is released"
+            )
         out = [float(z) for z in t]
     values = pl.DataFrame(
         {
@@ -358,7 +314,6 @@ def release_linear(
             "value": pl.Series(out, dtype=pl.Float64),
         }
     )
-    kappa = math.inf if cert is None else cert.kappa
     return LinearRelease(
         values=values,
         statistics=stats,
@@ -372,11 +327,20 @@ def release_linear(
         max_stat_sd=max_stat_sd,
         certificate=cert,
         exposed=exposed,
-        spec=_spec(value, kept, withheld, cls_doc, sd, kappa, float(delta)),
+        params_=params,
         target_kappa=target_kappa,
         calibrated=calibrated,
         matrix=kept_a,
     )
+
+
+def _rng(rng: Any) -> np.random.Generator:
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"rng must be None, a seed (an integer >= 0) or a numpy Generator; got {rng!r:.60}"
+        ) from None
 
 
 def statement_of(rel: LinearRelease) -> str:

@@ -37,7 +37,6 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
@@ -170,30 +169,50 @@ class MarginRelease:
             frames.append(pl.DataFrame(cols))
         return pl.concat(frames, how="vertical")
 
-    def publication(self) -> Any:
-        """The publication (:class:`persuasive.report.margins_certificate.Publication`)."""
-        from persuasive.report.margins_certificate import publication_of
+    @property
+    def params(self) -> Any:
+        """The certificate's claim (:class:`persuasive.report.kinds.margins.MarginsParams`)."""
+        from persuasive.report.kinds.margins import MarginsParams
 
-        return publication_of(self.published, self.published_margins, self.keys, self.count)
-
-    def claim(self) -> dict[str, Any]:
-        from persuasive.report.margins_certificate import margins_claim
-
-        return margins_claim(
-            self.receiver,
+        return MarginsParams(
+            receiver=self.receiver,
             h=self.h,
             r=self.r,
-            margins=self.table.margin_names(),
+            margins=tuple(self.table.margin_names()),
+            keys=self.keys,
+            count=self.count,
             target_kappa=self.target_kappa,
         )
 
-    def certificate_document(self, publication: Any = None) -> dict[str, Any]:
-        """The margins certificate: publication-derived facts only."""
-        from persuasive.report.margins_certificate import certificate_document
+    def published_files(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import write_frame
 
-        pub = self.publication() if publication is None else publication
-        labels = [tuple(str(x) for x in row) for row in pub.cells.select(self.keys).rows()]
-        return certificate_document(self.claim(), pub, self.table, labels, self.worst)
+        out = {}
+        for stem, frame in (("released", self.published), ("margins", self.published_margins)):
+            name = f"{stem}.{table_format}"
+            out[name] = write_frame(frame)(name)
+        return out
+
+    def custodian(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import write_frame, write_json
+        from persuasive.report.certificate import canonical
+
+        name = f"custodian_cells.{table_format}"
+        return {
+            name: write_frame(self.cells)(name),
+            "custodian_comparison.json": write_json(canonical(self.comparison_document())),
+        }
+
+    def expected(self, name: str) -> pl.DataFrame | None:
+        stem = Path(name).stem
+        if stem == "released":
+            return self.published
+        return self.published_margins if stem == "margins" else None
+
+    def report(self, document: Any, target_kappa: float | None) -> Any:
+        from persuasive.report.margins import margins_report
+
+        return margins_report(self, document)
 
     # ------------------------------------------------------------------ custodian
     @property
@@ -221,7 +240,7 @@ class MarginRelease:
         w, t = self.worst, self.table
         bad = ~w.certified
         if self.target_kappa is not None:
-            bad = bad | (self.losses > self.target_kappa + tol.LOSS_ATOL)
+            bad = bad | (self.losses > self.target_kappa)
         else:
             bad = bad | (w.disclosed & (t.counts < self.r))
         return t.suppressed & bad
@@ -245,28 +264,11 @@ class MarginRelease:
 
         return comparison_document(self)
 
-    def write(
-        self, directory: str | os.PathLike[str], *, table_format: str = "csv"
-    ) -> dict[str, Path]:
-        """Write the release into ``directory`` (each file atomically); return paths by role."""
-        from persuasive.release.margins_output import write_release
-
-        return write_release(self, directory, table_format=table_format)
-
 
 def _grid(source: Any, keys: tuple[str, ...], count: str) -> pl.DataFrame:
-    from persuasive.release.tables import _scan
-    from persuasive.report.margins_certificate import STATUS
-
-    frame = source if isinstance(source, pl.DataFrame) else _scan(source).collect()
-    for name in (*keys, count):
-        if name not in frame.columns:
-            role = "count" if name == count else "key"
-            raise ValidationError(
-                f"{role} column '{name}' does not exist; available columns: "
-                f"{', '.join(frame.columns)}"
-            )
     from persuasive.release.margins_output import CUSTODIAN_COLUMNS
+    from persuasive.release.tables import read_cells
+    from persuasive.report.margins_certificate import STATUS
 
     reserved = {STATUS, "margin", "total"}
     clash = sorted((set(keys) & (reserved | set(CUSTODIAN_COLUMNS))) | ({count} & reserved))
@@ -276,14 +278,7 @@ def _grid(source: Any, keys: tuple[str, ...], count: str) -> pl.DataFrame:
             f"margins: the output files use the names {sorted(reserved | set(CUSTODIAN_COLUMNS))}"
             "; rename it"
         )
-    c = frame[count]
-    if not c.dtype.is_numeric():
-        raise ValidationError(f"count column '{count}' must hold integer counts; got {c.dtype}")
-    if c.null_count() or frame.select(keys).null_count().sum_horizontal().item():
-        raise ValidationError(f"count column '{count}' or a key column has missing values")
-    if bool((c < 0).any()):
-        raise ValidationError(f"count column '{count}' has negative counts (min {c.min()!r})")
-    return frame.select(*keys, count)
+    return read_cells(source, keys, count)
 
 
 def _primary(data: pl.DataFrame, ks: tuple[str, ...], count: str, h: int, margins: Any) -> Any:

@@ -10,30 +10,33 @@ r"""Release the mean of a numeric column (or one mean per group) with a certific
   posterior depends only on its own group's mean, so κ is the largest per-group κ (parallel
   composition, proved in ``docs/release_means.md``); a joint (correlated) prior is refused.
 
-Nothing in a release's ``spec`` or ``certificate`` depends on the data (Assumption 1): both are
-functions of (r1, r2, noise, max_mean_sd, delta) only.
+The mean is computed so that it cannot overflow (the values are scaled by a power of two when
+their sum could: exact, and undone on the result), and a mean that is not finite — e.g. after
+noise — is an error, never published. Nothing in the certificate's claim depends on the data
+(Assumption 1).
 """
 
 from __future__ import annotations
 
 import math
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
-from persuasive.certify import certify
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.certify.noisy_mean_laplace import LAPLACE_NO_FINITE_KAPPA
-from persuasive.classes import GaussianMeanClass
-from persuasive.definitions import PersuasivePrivacy
 from persuasive.errors import UnsupportedCombinationError, ValidationError
-from persuasive.mechanisms import Chain, ExactMean, GaussianMechanism, Mechanism
+from persuasive.files import reading as rd
+from persuasive.report.kinds.mean import KIND as MEAN_KIND
+from persuasive.report.kinds.mean import MeanParams
 from persuasive.results import Certificate
-from persuasive.scores import MarginalDSS
 
 Noise = tuple[str, float] | None
 
@@ -46,7 +49,7 @@ def _noise(noise: Any) -> Noise:
         return None
     if not isinstance(noise, tuple) or len(noise) != 2 or noise[0] not in ("gaussian", "laplace"):
         raise ValidationError(
-            f'noise must be None, ("gaussian", sigma) or ("laplace", scale); got {noise!r}'
+            f'noise must be None, ("gaussian", sigma) or ("laplace", scale); got {noise!r:.60}'
         )
     return noise[0], v.real("noise scale", noise[1], low=0.0, low_open=True)
 
@@ -56,14 +59,24 @@ def n_min(r2: float) -> int:
     return max(2, math.ceil(r2 / (r2 - 1.0) - 1e-12))
 
 
-def _parts(
-    r1: float, r2: float, noise: Noise, max_mean_sd: float | None, delta: float
-) -> tuple[Mechanism, PersuasivePrivacy, Certificate, dict[str, Any]]:
-    """Mechanism, definition (κ = the certified κ), certificate and spec: data-free."""
-    cls = GaussianMeanClass(r1, r2, max_mean_sd=max_mean_sd)
+def _params(
+    r1: float,
+    r2: float,
+    noise: Noise,
+    max_mean_sd: float | None,
+    delta: float,
+    value: str,
+    group: str | None,
+    target_kappa: float | None,
+) -> MeanParams:
+    r1 = v.real("r1", r1, low=0.0, low_open=True)
+    r2 = v.real("r2", r2, low=1.0, low_open=True)
     delta = v.real("delta", delta, low=0.0, high=1.0, high_open=True)
-    mech_doc: dict[str, Any] = {"type": "exact_mean"}
-    mech: Mechanism = ExactMean()
+    if max_mean_sd is not None:
+        max_mean_sd = v.real("max_mean_sd", max_mean_sd, low=0.0, low_open=True)
+    if target_kappa is not None:
+        target_kappa = v.real("target_kappa", target_kappa, low=0.0, allow_inf=False)
+    sd = None
     if noise is not None:
         kind, scale = noise
         if kind == "laplace":
@@ -73,136 +86,173 @@ def _parts(
                 "delta must be > 0 with Gaussian noise (e.g. delta = 0.05); got delta = 0: "
                 "unbounded noise gives no finite kappa at delta = 0 (docs/release_means.md)"
             )
-        mech = Chain(ExactMean(), GaussianMechanism(scale))
-        mech_doc = {
-            "type": "chain",
-            "first": mech_doc,
-            "post": {"type": "gaussian", "sigma": scale},
-        }
-    probe = certify(mech, PersuasivePrivacy(MarginalDSS(), cls, math.inf, delta))
-    definition = PersuasivePrivacy(MarginalDSS(), cls, probe.kappa, delta)
-    cert = certify(mech, definition)
-    priors: dict[str, Any] = {"class": "gaussian_mean", "r1": cls.r1, "r2": cls.r2}
-    if max_mean_sd is not None:
-        priors["max_mean_sd"] = cls.max_mean_sd
-    spec = {
-        "mechanism": mech_doc,
-        "definition": {
-            "kind": "pp",
-            "kappa": cert.kappa,
-            "delta": delta,
-            "scores": [{"type": "marginal_dss"}],
-            "priors": priors,
-        },
-    }
-    return mech, definition, cert, spec
+        sd = scale
+    return MeanParams(r1, r2, sd, max_mean_sd, delta, value, group, target_kappa)
 
 
-def _statement(cert: Certificate, cls: dict[str, Any], noise: Noise, what: str) -> str:
-    how = "exactly" if noise is None else f"with Gaussian noise of sd {noise[1]:g}"
-    v_part = (
-        f", whose prior sd of the mean is at most {cls['max_mean_sd']:g}"
-        if "max_mean_sd" in cls
-        else ""
-    )
-    prob = "" if cert.delta == 0 else f" except with probability at most {cert.delta:g}"
-    return (
-        f"Publishing {what} {how} protects every individual against any Receiver with a "
-        f"Gaussian prior on the data whose guess of the mean is within sqrt(r1) = "
-        f"{math.sqrt(cls['r1']):.4g} prior sds of the true mean, whose correlations satisfy "
-        f"c_Phi <= {cls['r2']:g} * (1 - max_i sigma_i^2 / sum_j sigma_j^2){v_part}: such a "
-        f"Receiver cannot improve its Dawid-Sebastiani score for any one person's value by "
-        f"more than {cert.kappa:.4g} nats{prob} ({cert.basis})."
-    )
-
-
-def _curve(
-    r1: float, r2: float, noise: Noise, max_mean_sd: float | None, delta: float, xs: Any
-) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
-    if noise is None:
-        grid = np.linspace(0.0, 2.0 * r1, 41)[1:] if xs is None else np.asarray(xs, float)
-        return grid, grid + math.log(r2), "r1 (squared prior-mean error bound)"
-    s = noise[1]
+def _curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
+    if p.noise_sd is None:
+        grid = np.linspace(0.0, 2.0 * p.r1, 41)[1:] if xs is None else np.asarray(xs, float)
+        return grid, grid + math.log(p.r2), "r1 (squared prior-mean error bound)"
+    s = p.noise_sd
     grid = np.geomspace(s / 10.0, s * 10.0, 41) if xs is None else np.asarray(xs, float)
-    kap = [gaussian_noise_kappa(r1, r2, float(g), max_mean_sd, delta)[0] for g in grid]
+    kap = [gaussian_noise_kappa(p.r1, p.r2, float(g), p.max_mean_sd, p.delta)[0] for g in grid]
     return grid, np.asarray(kap), "Gaussian noise sd"
 
 
-@dataclass(frozen=True)
+def _scale(values: NDArray[np.float64], n: int) -> float:
+    """A power of two s such that summing ``n`` values of ``s * values`` cannot overflow."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    if top * n < sys.float_info.max / 4:
+        return 1.0
+    return 2.0 ** -(math.frexp(float(n))[1] + 2)
+
+
+def mean_of(values: NDArray[np.float64]) -> float:
+    """The mean of finite values, computed so that the sum cannot overflow (scaling by a power
+    of two is exact)."""
+    s = _scale(values, values.size)
+    return float(np.mean(values * s) / s) if s != 1.0 else float(np.mean(values))
+
+
+def _finite(what: str, value: float) -> float:
+    if not math.isfinite(value):
+        raise ValidationError(
+            f"{what} is {value}: a published number must be finite; nothing is released"
+        )
+    return value
+
+
+def _certificate(p: MeanParams) -> Certificate:
+    cert: Certificate = MEAN_KIND.certify(p).certificate
+    return cert
+
+
+@dataclass(frozen=True, eq=False)
 class MeanRelease:
-    """A released mean with its certificate (``kind = "mean"``; RELEASE_CONTRACT.md)."""
+    """A released mean with its certificate."""
+
+    kind: ClassVar[str] = "mean"
 
     value: float
     n: int
-    r1: float
-    r2: float
-    noise: Noise
-    max_mean_sd: float | None
-    delta: float
-    certificate: Certificate
-    spec: dict[str, Any] = field(repr=False)
-    kind: str = "mean"
+    params: MeanParams
+    certificate: Certificate = field(repr=False)
+
+    @property
+    def noise(self) -> Noise:
+        return None if self.params.noise_sd is None else ("gaussian", self.params.noise_sd)
+
+    @property
+    def r1(self) -> float:
+        return self.params.r1
+
+    @property
+    def r2(self) -> float:
+        return self.params.r2
+
+    @property
+    def delta(self) -> float:
+        return self.params.delta
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return dict(MEAN_KIND.claim(self.params)["spec"])
 
     def summary(self) -> dict[str, Any]:
         """Data-dependent facts for the report (never for the certificate)."""
-        return {
-            "n": self.n,
-            "value": self.value,
-            "kappa": self.certificate.kappa,
-            "delta": self.delta,
-            "exact": self.certificate.exact,
-            "noise": None if self.noise is None else list(self.noise),
-        }
+        return {"n": self.n, "value": self.value, "kappa": self.certificate.kappa}
 
     def calibration_curve(self, xs: ArrayLike | None = None) -> Any:
         """κ against r1 (exact mean) or against the noise sd: ``(xs, kappas, label)``."""
-        return _curve(self.r1, self.r2, self.noise, self.max_mean_sd, self.delta, xs)
+        return _curve(self.params, xs)
 
     def statement(self) -> str:
-        """The guarantee in one plain sentence."""
-        priors = self.spec["definition"]["priors"]
-        return _statement(self.certificate, priors, self.noise, "the mean")
+        return str(MEAN_KIND.certify(self.params).guarantee["statement"])
+
+    def published_files(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import write_json
+
+        return {"released.json": write_json({"mean": self.value})}
+
+    def custodian(self, table_format: str) -> dict[str, Any]:
+        return {}
+
+    def expected(self, name: str) -> Any:
+        return {"mean": self.value} if name == "released.json" else None
+
+    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
+        from persuasive.release.mean_report import mean_report
+
+        return mean_report(self, document, target_kappa)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class GroupMeansRelease:
-    """One released mean per group (``kind = "group_means"``); ``values`` has columns
-    group, ``mean`` and ``n``."""
+    """One released mean per group; ``values`` has columns group, ``mean`` and ``n`` (the
+    group sizes stay with the custodian: they are counts, which the certificate does not
+    cover)."""
+
+    kind: ClassVar[str] = "mean"
 
     values: pl.DataFrame
-    r1: float
-    r2: float
-    noise: Noise
-    max_mean_sd: float | None
-    delta: float
-    certificate: Certificate
-    spec: dict[str, Any] = field(repr=False)
-    kind: str = "group_means"
+    params: MeanParams
+    certificate: Certificate = field(repr=False)
+
+    @property
+    def noise(self) -> Noise:
+        return None if self.params.noise_sd is None else ("gaussian", self.params.noise_sd)
+
+    @property
+    def r1(self) -> float:
+        return self.params.r1
+
+    @property
+    def r2(self) -> float:
+        return self.params.r2
+
+    @property
+    def delta(self) -> float:
+        return self.params.delta
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return dict(MEAN_KIND.claim(self.params)["spec"])
+
+    @property
+    def published(self) -> pl.DataFrame:
+        """The published columns: the group and its mean."""
+        return self.values.select(self.params.group, "mean")
 
     def summary(self) -> dict[str, Any]:
-        """Data-dependent facts for the report (never for the certificate)."""
         return {
             "n_groups": self.values.height,
             "min_group_size": int(self.values["n"].min()),  # type: ignore[arg-type]
             "kappa": self.certificate.kappa,
-            "delta": self.delta,
-            "exact": self.certificate.exact,
-            "noise": None if self.noise is None else list(self.noise),
         }
 
     def calibration_curve(self, xs: ArrayLike | None = None) -> Any:
-        """κ against r1 (exact means) or against the noise sd: ``(xs, kappas, label)``."""
-        return _curve(self.r1, self.r2, self.noise, self.max_mean_sd, self.delta, xs)
+        return _curve(self.params, xs)
 
     def statement(self) -> str:
-        """The guarantee in one plain sentence (per group; groups independent a priori)."""
-        priors = self.spec["definition"]["priors"]
-        return _statement(
-            self.certificate,
-            priors,
-            self.noise,
-            "one mean per group (a Receiver whose prior treats the groups as independent)",
-        )
+        return str(MEAN_KIND.certify(self.params).guarantee["statement"])
+
+    def published_files(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import write_frame
+
+        name = f"released.{table_format}"
+        return {name: write_frame(self.published)(name)}
+
+    def custodian(self, table_format: str) -> dict[str, Any]:
+        return {}
+
+    def expected(self, name: str) -> pl.DataFrame | None:
+        return self.published if Path(name).stem == "released" else None
+
+    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
+        from persuasive.release.mean_report import mean_report
+
+        return mean_report(self, document, target_kappa)
 
 
 def _values(values: Any) -> NDArray[np.float64]:
@@ -230,6 +280,28 @@ def _check_n(n: int, r2: float, where: str) -> None:
         )
 
 
+def read_values(source: rd.Source, column: str, group: str | None = None) -> pl.DataFrame:
+    """The value column (Float64, parsed once from text in a CSV) and the group column (text as
+    written), validated in one pass: every value present and finite, every group present."""
+    names = rd.header(source)
+    rd.require(names, column=column, group=[group] if group else [])
+    if group == column:
+        raise ValidationError(f"--group {group!r} is also the value column; choose another")
+    cols = [column] if group is None else [group, column]
+    raw = rd.scan(source, text=cols).select(cols)
+    try:
+        schema = raw.collect_schema()
+        dtype = schema[column]
+        lf = raw.with_row_index(rd.ROW)
+        checks = [*(rd.key_checks([group]) if group else []), *rd.real_checks(column, dtype)]
+        parsed = lf.select(*([group] if group else []), rd.real_expr(column, dtype))
+        stats, frame = pl.collect_all([rd.first_failures(lf, checks), parsed])
+    except pl.exceptions.PolarsError as exc:
+        raise ValidationError(f"cannot read the data: {rd._first_line(exc)}") from None
+    rd.raise_first(stats, lf, checks, where=[group] if group else [], what="the data")
+    return frame
+
+
 def release_mean(
     values: ArrayLike,
     *,
@@ -239,6 +311,8 @@ def release_mean(
     max_mean_sd: float | None = None,
     delta: float = 0.0,
     rng: Any = None,
+    column: str = "value",
+    target_kappa: float | None = None,
 ) -> MeanRelease:
     r"""Release the mean of ``values`` (exactly, or plus Gaussian noise) with a certificate.
 
@@ -257,6 +331,10 @@ def release_mean(
         Failure probability; must be > 0 with noise (κ is infinite at δ = 0).
     rng : None, int or numpy.random.Generator
         Randomness of the noise.
+    column : str
+        The name of the value column (stated in the certificate).
+    target_kappa : float, optional
+        The κ asked for: the certificate holds only if κ is at most it.
 
     Examples
     --------
@@ -264,20 +342,30 @@ def release_mean(
     >>> rel = release_mean([1.0, 2.0, 6.0], r1=1.0, r2=4.0)
     >>> rel.value, round(rel.certificate.kappa, 6), rel.certificate.basis
     (3.0, 2.386294, 'Prop 7 (Bon et al. 2026)')
+    >>> release_mean([1e308, 1e308, 1e308], r1=1.0, r2=4.0).value
+    1e+308
     """
     arr = _values(values)
-    nz = _noise(noise)
-    mech, _, cert, spec = _parts(r1, r2, nz, max_mean_sd, delta)
-    _check_n(arr.size, float(r2), "values")
-    out = float(np.atleast_1d(mech.sample(arr, 1, np.random.default_rng(rng))).ravel()[0])
-    spec = {"name": "mean_release", "description": "the mean of a numeric column", **spec}
-    return MeanRelease(
-        out, int(arr.size), float(r1), float(r2), nz, max_mean_sd, float(delta), cert, spec
-    )
+    p = _params(r1, r2, _noise(noise), max_mean_sd, delta, column, None, target_kappa)
+    _check_n(arr.size, p.r2, "values")
+    cert = _certificate(p)
+    out = mean_of(arr)
+    if p.noise_sd is not None:
+        out = out + float(_rng(rng).normal(0.0, p.noise_sd))
+    return MeanRelease(_finite("the mean", out), int(arr.size), p, cert)
+
+
+def _rng(rng: Any) -> np.random.Generator:
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"rng must be None, a seed (an integer >= 0) or a numpy Generator; got {rng!r:.60}"
+        ) from None
 
 
 def release_group_means(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: rd.Source,
     *,
     value: str,
     group: str,
@@ -288,6 +376,7 @@ def release_group_means(
     delta: float = 0.0,
     rng: Any = None,
     independent_groups: bool = True,
+    target_kappa: float | None = None,
 ) -> GroupMeansRelease:
     r"""Release one mean of ``value`` per level of ``group`` (disjoint groups).
 
@@ -312,48 +401,27 @@ def release_group_means(
             "first release, and the posterior after an exact release of a Gaussian class is "
             "singular (not in the class); declare independent groups or release one mean"
         )
-    nz = _noise(noise)
-    _, _, cert, spec = _parts(r1, r2, nz, max_mean_sd, delta)
-    lazy = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
-    if not isinstance(lazy, pl.LazyFrame):
-        raise ValidationError(f"frame must be a polars DataFrame or LazyFrame; got {frame!r:.60}")
-    schema = lazy.collect_schema()
-    for arg, col in (("value", value), ("group", group)):
-        if col not in schema:
-            raise ValidationError(f"{arg} = {col!r} is not a column; columns: {schema.names()}")
-    if not schema[value].is_numeric():
-        raise ValidationError(f"value column {value!r} must be numeric; got {schema[value]}")
-    checks = lazy.select(
-        pl.col(value).is_null().sum().alias("null"),
-        (~pl.col(value).cast(pl.Float64).is_finite()).sum().alias("nonfinite"),
-        pl.col(group).is_null().sum().alias("nullkey"),
-        pl.len().alias("rows"),
-    ).collect()
-    if checks["rows"][0] == 0:
-        raise ValidationError("frame is empty: there is no mean to release")
-    if checks["null"][0] or checks["nonfinite"][0]:
-        raise ValidationError(f"value column {value!r} has missing, NaN or infinite entries")
-    if checks["nullkey"][0]:
-        raise ValidationError(f"group column {group!r} has missing keys; fill or drop them")
+    p = _params(r1, r2, _noise(noise), max_mean_sd, delta, value, group, target_kappa)
+    cert = _certificate(p)
+    data = read_values(frame, value, group)
+    x = data.get_column(value).to_numpy()
+    s = _scale(x, data.height)
+    col = pl.col(value) * s if s != 1.0 else pl.col(value)
     means = (
-        lazy.group_by(group)
-        .agg(pl.col(value).cast(pl.Float64).mean().alias("mean"), pl.len().alias("n"))
+        data.group_by(group)
+        .agg((col.mean() / s).alias("mean"), pl.len().alias("n"))
         .sort(group)
-        .collect()
     )
-    small = means.filter(pl.col("n") < n_min(float(r2)))
+    small = means.filter(pl.col("n") < n_min(p.r2))
     if small.height:
-        _check_n(int(small["n"][0]), float(r2), f"group {small[group][0]!r}")
-    if nz is not None:
-        noise_draw = np.random.default_rng(rng).normal(0.0, nz[1], size=means.height)
-        means = means.with_columns(pl.col("mean") + pl.Series(noise_draw))
-    spec = {
-        "name": "group_means_release",
-        "description": "one mean per group; disjoint groups, product prior across groups "
-        "(parallel composition, docs/release_means.md)",
-        **spec,
-    }
-    return GroupMeansRelease(means, float(r1), float(r2), nz, max_mean_sd, float(delta), cert, spec)
+        _check_n(int(small["n"][0]), p.r2, f"group {small[group][0]!r}")
+    if p.noise_sd is not None:
+        draw = _rng(rng).normal(0.0, p.noise_sd, size=means.height)
+        means = means.with_columns(pl.col("mean") + pl.Series(draw))
+    bad = means.filter(~pl.col("mean").is_finite())
+    if bad.height:
+        _finite(f"the mean of group {bad[group][0]!r}", float(bad["mean"][0]))
+    return GroupMeansRelease(means, p, cert)
 
 
 def _bisect(f: Any, lo: float, hi: float, want_lo: bool) -> float:

@@ -122,6 +122,17 @@ def _column(df: pl.DataFrame, value: str) -> NDArray[np.float64]:
             f"value column {value!r} does not exist; the columns are {df.columns}"
         )
     col = df.get_column(value)
+    if col.dtype == pl.String:  # a CSV value column is read as text and parsed once
+        from persuasive.files.reading import real_expr
+
+        parsed = df.select(real_expr(value, pl.String)).get_column(value)
+        bad = (parsed.is_null() & col.is_not_null()).arg_true()
+        if bad.len():
+            i = int(bad[0])
+            raise ValidationError(
+                f"value column {value!r} at row_id {i} is {col[i]!r}, not a number"
+            )
+        col = parsed
     if not col.dtype.is_numeric():
         raise ValidationError(f"value column {value!r} is {col.dtype}, not numbers")
     return col.cast(pl.Float64).fill_null(math.nan).to_numpy()

@@ -13,34 +13,17 @@ Like every report it describes the data: it is for the custodian, not for public
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
+from persuasive.report.content import Figure, ReportContent, Section, certificate_section, fmt
 from persuasive.report.plots import FIGSIZE, _png
-
-if TYPE_CHECKING:
-    from persuasive.report.content import Figure, ReportContent
 
 #: Suppressed cells listed in the per-cell table (the worst first).
 MAX_ROWS = 50
 Pairs = list[tuple[str, str]]
-
-
-@dataclass(frozen=True)
-class Section:
-    """A titled block: key-value pairs, a table (columns, rows) and/or a paragraph."""
-
-    title: str
-    pairs: Pairs = field(default_factory=list)
-    columns: list[str] = field(default_factory=list)
-    rows: list[list[str]] = field(default_factory=list)
-    text: str = ""
 
 
 def pattern_plot(release: Any) -> bytes:
@@ -116,26 +99,20 @@ def _labels(release: Any, cells: list[dict[str, Any]] | None) -> str:
     return "; ".join(", ".join(f"{k}={v}" for k, v in c.items()) for c in cells)
 
 
-def margins_sections(release: Any) -> tuple[str, list[Section], list[Figure]]:
-    """The sentence, the sections and the figures of the report."""
+def margins_report(release: Any, cert: Mapping[str, Any]) -> ReportContent:
+    """The custodian's report of a table with margins, from the release and its certificate."""
     import polars as pl
 
-    from persuasive.report.content import Figure, fmt
-
-    s, cert = release.summary(), release.certificate_document()
+    s = release.summary()
     comp = release.comparison_document()
     g, claim = cert["guarantee"], cert["claim"]
     target = release.target_kappa
     sentence = (
-        f"For every Receiver whose prior is in the class ({claim['class']}), and every table "
-        f"consistent with what was published, no suppressed cell below r = {release.r} has its "
-        f"log-score improved by more than {fmt(g['kappa_published'])} nats"
-        + (" (certified: every component exact)." if g["certified"] else " (NOT certified).")
-        + f" At the true table the largest is {fmt(s['kappa_max'])} nats."
+        f"{g['statement']} At the true table the largest is {fmt(s['kappa_max'])} nats"
         + (
-            ""
+            "."
             if target is None
-            else f" Target κ = {fmt(target)}: the release "
+            else f"; target κ = {fmt(target)}: the release "
             + ("meets it." if release.ok else "does NOT meet it.")
         )
     )
@@ -209,27 +186,12 @@ def margins_sections(release: Any) -> tuple[str, list[Section], list[Figure]]:
         ),
         ("cells it cannot certify (MCMC)", fmt(cl["uncertified"])),
     ]
-    pub = cert["publication"]
-    certificate: Pairs = [
-        ("format", f"{cert['format']} {cert['format_version']}"),
-        ("κ published (max)", fmt(g["kappa_published"])),
-        ("certified", fmt(g["certified"])),
-        ("within target", fmt(g["within_target"])),
-        ("basis", cert["basis"]),
-        ("publication SHA-256", pub["sha256"]),
-        ("claim SHA-256", cert["claim_sha256"]),
-    ]
     sections = [
-        Section("What was released", released),
+        Section("What was released", pairs=released),
         Section("Suppressed cells", columns=columns, rows=rows, text=shown),
-        Section("Secondary suppression (planner)", planner),
-        Section("The classical partner rule, audited exactly", classical),
-        Section(
-            "The certificate",
-            certificate,
-            text="It states only what follows from the publication; anyone can recompute it: "
-            "persuasive verify certificate.json --published RELEASE_FOLDER.",
-        ),
+        Section("Secondary suppression (planner)", pairs=planner),
+        Section("The classical partner rule, audited exactly", pairs=classical),
+        certificate_section(cert),
     ]
     figures = [
         Figure("pattern.png", "The suppression pattern.", pattern_plot(release)),
@@ -239,139 +201,17 @@ def margins_sections(release: Any) -> tuple[str, list[Section], list[Figure]]:
             kappa_plot(release),
         ),
     ]
-    return sentence, sections, figures
-
-
-def _notes(release: Any) -> list[str]:
-    from persuasive.report.margins_certificate import NOTES
-
-    return [
-        *NOTES,
-        "The per-cell κ at the true table, the counts and the classical comparison describe the "
-        "data: this report is for the custodian, not for publication.",
-    ]
-
-
-def render(
-    title: str,
-    sentence: str,
-    sections: list[Section],
-    notes: list[str],
-    figures: list[Figure],
-    *,
-    markdown: bool,
-) -> str:
-    """The report as self-contained HTML (``markdown=False``) or Markdown."""
-    import base64
-    import html as h
-
-    from persuasive.report import html as H
-    from persuasive.report import markdown as M
-
-    if markdown:
-        out = [f"# {title}", "", f"> {sentence}", ""]
-        for sec in sections:
-            out += [f"## {sec.title}", ""] + ([*M._pairs(sec.pairs), ""] if sec.pairs else [])
-            if sec.columns:
-                out += ["| " + " | ".join(sec.columns) + " |", "|" + "---|" * len(sec.columns)]
-                out += ["| " + " | ".join(M._cell(c) for c in row) + " |" for row in sec.rows]
-                out.append("")
-            out += [sec.text, ""] if sec.text else []
-        out += ["## Notes", "", *[f"- {M._cell(n)}" for n in notes], "", "## Figures", ""]
-        out += [line for f in figures for line in (f"![{f.caption}]({f.name})", "")]
-        return "\n".join(out).rstrip("\n") + "\n"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{h.escape(title)}</title><style>{H._CSS}</style>",
-        f"<script>{H._SCRIPT}</script></head><body>",
-        f"<h1>{h.escape(title)}</h1>",
-        f'<p class="guarantee">{h.escape(sentence)}</p>',
-    ]
-    for sec in sections:
-        parts.append(f"<h2>{h.escape(sec.title)}</h2>")
-        if sec.pairs:
-            parts.append(H._pairs(sec.pairs))
-        if sec.columns:
-            head = "".join(f"<th>{h.escape(c)}</th>" for c in sec.columns)
-            body = "".join(
-                "<tr>" + "".join(f"<td>{h.escape(c)}</td>" for c in r) + "</tr>" for r in sec.rows
-            )
-            parts.append(f"<table><tr>{head}</tr>{body}</table>")
-        if sec.text:
-            parts.append(f"<p>{h.escape(sec.text)}</p>")
-    parts.append(
-        '<h2>Notes</h2><ul class="notes">'
-        + "".join(f"<li>{h.escape(n)}</li>" for n in notes)
-        + "</ul>"
+    return ReportContent(
+        title=TITLE,
+        sentence=sentence,
+        sections=sections,
+        notes=[
+            *cert["notes"],
+            "The per-cell κ at the true table, the counts and the classical comparison describe "
+            "the data: this report is for the custodian, not for publication.",
+        ],
+        figures=figures,
     )
-    for f in figures:
-        data = base64.b64encode(f.png).decode("ascii")
-        parts.append(
-            f'<figure><img src="data:image/png;base64,{data}" alt="{h.escape(f.caption)}" '
-            f'width="640" height="400"><figcaption>{h.escape(f.caption)}</figcaption></figure>'
-        )
-    return "\n".join([*parts, "</body></html>"]) + "\n"
 
 
 TITLE = "Persuasive Privacy report: a table of counts released with its margins"
-
-
-def write_margins_report(directory: str | os.PathLike[str], release: Any) -> dict[str, Path]:
-    """Write ``report.html``, ``report.md`` and the PNG figures into ``directory``.
-
-    Everything is computed first; a new folder is written beside its destination and renamed,
-    an existing one has each file replaced atomically (nothing half-written either way).
-    """
-    from persuasive.errors import ValidationError
-    from persuasive.report.html import _write_all
-
-    sentence, sections, figures = margins_sections(release)
-    notes = _notes(release)
-    files: dict[str, str | bytes] = {f.name: f.png for f in figures}
-    files["report.md"] = render(TITLE, sentence, sections, notes, figures, markdown=True)
-    files["report.html"] = render(TITLE, sentence, sections, notes, figures, markdown=False)
-    dest = Path(directory)
-    if dest.exists() and not dest.is_dir():
-        raise ValidationError(f"report directory '{dest}' exists and is not a folder")
-    if dest.is_dir():
-        _write_all(dest, files)
-    else:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
-        try:
-            tmp.chmod(0o755)
-            _write_all(tmp, files)
-            os.rename(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    return {
-        "html": dest / "report.html",
-        "markdown": dest / "report.md",
-        **{Path(f.name).stem: dest / f.name for f in figures},
-    }
-
-
-def margins_report_content(release: Any, *, target_kappa: float | None = None) -> ReportContent:
-    """The same report flattened into a :class:`ReportContent` (for ``write_report``)."""
-    from persuasive.report.content import ReportContent
-
-    sentence, sections, figures = margins_sections(release)
-    by = {s.title: s for s in sections}
-    released = list(sections[0].pairs)
-    for sec in sections[2:4]:
-        released += [(f"{sec.title.split(' (')[0].split(',')[0]}: {k}", v) for k, v in sec.pairs]
-    table = by["Suppressed cells"]
-    return ReportContent(
-        title=TITLE,
-        kind="margins",
-        sentence=sentence,
-        released=released,
-        certificate=by["The certificate"].pairs,
-        notes=[*_notes(release), by["The certificate"].text],
-        figures=figures,
-        preview_columns=table.columns,
-        preview_rows=table.rows,
-        preview_total=len(table.rows),
-    )

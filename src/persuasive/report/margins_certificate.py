@@ -1,44 +1,19 @@
-r"""The margins certificate: a claim recomputable from the publication alone (issue 5).
+r"""The publication of a table with margins, and the data-independent claim of its certificate.
 
-A table released with exact margins (:mod:`persuasive.release.margins`) is certified by a
-document that states **only facts derived from what was published**: the Receiver class, h, r,
-the margins, the target κ, the publication bound :math:`\kappa^{\rm pub}_i` of every suppressed
-cell (``worst_case_losses(...).kappa_published``: the exact supremum of :math:`\Delta_i^r` over
-the class and over every table consistent with the publication), whether every component was
-computed exactly, and the SHA-256 of the canonical publication. Nothing comes from the hidden
-counts, so anyone holding the published files can recompute it
-(:func:`persuasive.report.verify_margins.verify_margins`).
-
-Format (``format_version`` 1; canonical, byte-stable JSON as
-:func:`persuasive.report.certificate.dumps_certificate` writes it)::
-
-    {
-      "format": "persuasive-margins-certificate", "format_version": 1, "kind": "margins",
-      "library": {"name": ..., "version": ...},
-      "claim": {"receiver": {...}, "class": "...", "score": {"type": "small_cell_log", "r": r},
-                "h": h, "r": r, "margins": ["row", "col"], "target_kappa": K or null},
-      "claim_sha256": "...",            # SHA-256 of the canonical JSON of "claim"
-      "publication": {"keys": [...], "count": "n", "status_column": "suppressed",
-                      "sha256": "...", "n_cells": ..., "n_suppressed": ..., "n_primary": ...,
-                      "n_secondary": ..., "n_disclosed": ...},
-      "guarantee": {"kappa_published": max_i, "delta": 0.0, "certified": true,
-                    "within_target": true or false or null},
-      "cells": [{"key": ["3", "1"], "status": "primary", "kappa_published": ...,
-                 "certified": true, "disclosed": false}, ...],    # suppressed cells, sorted
-      "basis": "exact supremum over the class by sufficiency (...)",
-      "notes": [...]
-    }
-
-The **canonical publication** is ``{"keys", "count", "cells": [[labels..., count or null,
-status or null], ...], "margins": [[name, labels or null..., total], ...]}`` with every label
-written as the string the published CSV holds, both lists sorted: its hash does not depend on
-row order or on CSV versus Parquet.
+A table released with exact margins (:mod:`persuasive.release.margins`) is certified from
+**what was published** alone (:mod:`persuasive.report.kinds.margins`): this module reads the
+published table and margins, normalises them into the **canonical publication** —
+``{"keys", "count", "cells": [[labels..., count or null, status or null], ...], "margins":
+[[name, labels or null..., total], ...]}`` with every label written as the string the published
+CSV holds, both lists sorted, so that its hash does not depend on row order or on CSV versus
+Parquet — and rebuilds a table consistent with it (an integer completion of the suppressed
+cells, by MILP), on which the certificate's per-cell bounds are computed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,13 +22,9 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from persuasive import _tolerances as tol
 from persuasive.errors import ValidationError
-from persuasive.report.certificate import LIBRARY_NAME, canonical, spec_sha256
+from persuasive.report.certificate import canonical, sha256_of
 
-FORMAT = "persuasive-margins-certificate"
-FORMAT_VERSION = 1
-SUPPORTED_VERSIONS: tuple[int, ...] = (1,)
 BASIS = (
     "exact supremum over the class by sufficiency: one posterior for every member, the "
     "supremum attained at an end of the mean range (Bon et al. 2026; docs/margins.md)"
@@ -69,7 +40,6 @@ NOTES = (
     "The class is an assumption: priors outside it (e.g. a cell-specific mean that the "
     "published margins do not carry) are not covered.",
 )
-REQUIRED = ("format", "format_version", "claim", "claim_sha256", "publication", "guarantee")
 
 
 def class_statement(receiver: Any) -> str:
@@ -119,7 +89,7 @@ class Publication:
         return {"keys": k, "count": self.count, "cells": cells, "margins": totals}
 
     def sha256(self) -> str:
-        return spec_sha256(self.document())
+        return sha256_of(self.document())
 
 
 def _sort_key(row: Sequence[Any]) -> tuple[tuple[int, str], ...]:
@@ -336,72 +306,3 @@ def publication_table(pub: Publication, h: int, margins: Sequence[str]) -> tuple
     coords = np.unravel_index(np.arange(n), shape)
     cols = [np.array(lv, dtype=object)[c] for lv, c in zip(levels, coords, strict=True)]
     return table, [tuple(str(v) for v in t) for t in zip(*cols, strict=True)]
-
-
-# ------------------------------------------------------------------------------ the document
-
-
-def certificate_document(
-    claim: Mapping[str, Any], pub: Publication, table: Any, labels: Sequence[Any], worst: Any
-) -> dict[str, Any]:
-    """The margins certificate of a publication (see the module docstring).
-
-    ``table`` is any :class:`~persuasive.margins.MarginTable` consistent with ``pub`` (the true
-    one at release time, a completion at verification), ``labels[i]`` the key labels (strings)
-    of its flat cell i, and ``worst`` its :func:`~persuasive.margins.worst_case_losses`: only
-    the publication-derived fields of it are stated.
-    """
-    import persuasive
-
-    pub_k = worst.kappa_published.ravel()
-    cert = worst.certified.ravel()
-    disc = worst.disclosed.ravel()
-    sec = table.secondary.ravel()
-    cells = sorted(
-        (
-            {
-                "key": list(labels[i]),
-                "status": "secondary" if sec[i] else "primary",
-                "kappa_published": float(pub_k[i]),
-                "certified": bool(cert[i]),
-                "disclosed": bool(disc[i]) if cert[i] else None,
-            }
-            for i in table.suppressed_index
-        ),
-        key=lambda c: list(c["key"]),  # type: ignore[arg-type]
-    )
-    kappa = float(worst.max_published)
-    target = claim.get("target_kappa")
-    within = None if target is None else bool(kappa <= float(target) + tol.LOSS_ATOL)
-    n_sup = int(table.suppressed.sum())
-    n_sec = int(table.secondary.sum())
-    return canonical(
-        {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "kind": "margins",
-            "library": {"name": LIBRARY_NAME, "version": str(persuasive.__version__)},
-            "claim": dict(claim),
-            "claim_sha256": spec_sha256(claim),
-            "publication": {
-                "keys": list(pub.keys),
-                "count": pub.count,
-                "status_column": STATUS,
-                "sha256": pub.sha256(),
-                "n_cells": int(table.n_cells),
-                "n_suppressed": n_sup,
-                "n_primary": n_sup - n_sec,
-                "n_secondary": n_sec,
-                "n_disclosed": int(sum(c["disclosed"] is True for c in cells)),
-            },
-            "guarantee": {
-                "kappa_published": kappa,
-                "delta": 0.0,
-                "certified": bool(cert.all()),
-                "within_target": within,
-            },
-            "cells": cells,
-            "basis": BASIS,
-            "notes": list(NOTES),
-        }
-    )
