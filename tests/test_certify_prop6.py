@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -87,9 +88,12 @@ def test_geometric_by_enumeration():
         a = math.exp(-1.0 / b)
         ks = np.arange(-400, 401)
         pmf = (1 - a) / (1 + a) * a ** np.abs(ks)  # T - x for x = 0
-        loss = (np.abs(ks - 1) - np.abs(ks)) / b  # against x' = 1 (x' = -1 is symmetric)
+        steps = np.abs(ks - 1) - np.abs(ks)  # the loss against x' = 1 is steps / b
         for eps in (0.0, 0.5 / b, 0.99 / b, 1.0 / b, 2.0 / b):
-            ref = float(pmf[loss > eps].sum())
+            # the loss compared with eps in exact (rational) arithmetic: fl(1/3) < 1/3, so at
+            # eps = fl(1/b) the atom 1/b is a failure for b = 3 but not for b = 0.5 or 1
+            fails = [Fraction(int(s)) / Fraction(b) > Fraction(eps) for s in steps]
+            ref = float(pmf[np.array(fails)].sum())
             assert delta_of(pp.GeometricMechanism(b), eps) == pytest.approx(ref, abs=1e-12)
 
 

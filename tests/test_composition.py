@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 import persuasive as pp
+from persuasive.certify import Prop3
 from persuasive.certify.composition import conjugacy_failure
 
 PDP = pp.probabilistic_dp
@@ -29,12 +30,15 @@ def _exact_kappa_product(m1, m2, delta):
 def test_rr_composition_pure():
     m = pp.Composition(pp.RandomizedResponse(1.0), pp.RandomizedResponse(0.5))
     cert = pp.certify(m, pp.pure_dp(1.5))
-    assert cert.kappa == pytest.approx(1.5) and cert.holds and not cert.exact
-    assert cert.basis == "Prop 3 (Bon et al. 2026)"
+    # delta = 0: exact (same worst pair in both parts), by the tight composition
+    assert cert.kappa == 1.5 and cert.holds and cert.exact
+    assert cert.basis == "Prop 6 + privacy-loss distribution (tight composition)"
     ex = _exact_kappa_product(
         pp.RandomizedResponse(1.0).matrix, pp.RandomizedResponse(0.5).matrix, 0.0
     )
-    assert cert.kappa >= ex - 1e-12
+    assert cert.kappa == pytest.approx(ex, abs=1e-12)
+    # Prop 3 itself still gives its additive bound, equal here
+    assert Prop3().kappa_at(m, pp.pure_dp(1.5), 0.0)[0] == pytest.approx(1.5)
 
 
 @pytest.mark.parametrize("delta", [1e-6, 1e-3, 0.05, 0.3])

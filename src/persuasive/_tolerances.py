@@ -22,7 +22,10 @@ OUTPUT_ATOL: float = 1e-9
 
 #: Relative loss values within this absolute tolerance of a threshold count as equal to it;
 #: the PP event is Δ <= κ, so a loss that exceeds κ by less than this is *not* a failure.
-#: Used only when comparing audit values to certificates, never to shrink a certificate.
+#: Used only where it errs against the Sender's claim being *disproved* too eagerly: an audit's
+#: ``holds`` (an audit reports a violation only above κ + LOSS_ATOL) and tests comparing an
+#: audit's value with a certificate. Never in a certificate's ``holds`` (compared with no
+#: slack, so rounding can only make a certificate refuse) and never to shrink a certificate.
 LOSS_ATOL: float = 1e-9
 
 #: Posterior variances below ``VAR_RTOL * prior variance`` are treated as zero (exposure).

@@ -4,6 +4,8 @@
 theorem                    covers
 =========================  ===================================================================
 Prop 4 (``Prop4``)         Joint(M, K): M's certificate, unchanged
+tight (``tight``)          Composition / ComposedRelease under LogScore x NeighbourPriors:
+                           exact at delta = 0, privacy-loss distribution (bracketed) above
 Prop 3 (``Prop3``)         Composition(M1, M2) with a conjugate class: kappa1 + kappa2 (bound)
 Prop 6 (``Prop6``)         LogScore x NeighbourPriors (PDP): noise, deterministic, finite kernels
 App. C (``AppC``)          PPE with LogScore x NeighbourPriors: worst divergence [RECON]

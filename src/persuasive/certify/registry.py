@@ -17,7 +17,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-from persuasive import _tolerances as tol
 from persuasive.definitions import PersuasivePrivacy, PersuasivePrivacyExpectation
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.mechanisms import Mechanism
@@ -105,7 +104,9 @@ def certify(mechanism: Mechanism, definition: Any) -> Certificate:
 
     .. math:: \hat\kappa = \kappa(\delta), \qquad \text{holds} \iff \hat\kappa \le \kappa,
 
-    (``inf`` when the theorem proves no finite bound). For a
+    (``inf`` when the theorem proves no finite bound), compared with no tolerance: every theorem
+    rounds :math:`\hat\kappa` up past its floating-point error, so rounding can only make a
+    certificate refuse, never hold. For a
     :class:`~persuasive.PersuasivePrivacyExpectation` definition it is the worst expected risk
     (App. C) and ``delta`` is 0.
 
@@ -149,7 +150,9 @@ def certify(mechanism: Mechanism, definition: Any) -> Certificate:
         )
     kappa = float(kappa)
     return Certificate(
-        holds=bool(kappa <= definition.kappa + tol.LOSS_ATOL),
+        # no slack: rounding may only make a certificate refuse, never hold (each theorem
+        # rounds its κ up, persuasive.certify._rounding)
+        holds=bool(kappa <= definition.kappa),
         kappa=kappa,
         delta=float(delta),
         basis=th.basis_for(mechanism, definition),

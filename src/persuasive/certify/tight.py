@@ -13,8 +13,19 @@ computed from a pessimistically discretised privacy-loss distribution by FFT (Ko
 :math:`\sigma_{\rm eff}^{-2} = \sum_i k_i/\sigma_i^2`; exact). Prop 3's additive bound
 :math:`\sum_i k_i\,\kappa_i(\delta/K)` (or its optimised split for two parts) is also valid;
 the certificate reports the smaller and gives both in its notes, with the discretisation
-bracket. δ = 0 is left to Prop 3: the essential supremum of a sum of independent losses is
-the sum of their essential suprema, which is what Prop 3 adds.
+bracket.
+
+At δ = 0 the value is exact and needs no grid: the essential supremum of a sum of independent
+losses is the sum of their essential suprema *at the same neighbour pair*,
+
+.. math:: \kappa(0) = \sup_{x \sim x'} \sum_i k_i \operatorname{ess\,sup}
+          \ell_{i,x,x'},
+
+which for finite kernels is in general smaller than Prop 3's
+:math:`\sum_i k_i \sup_{x \sim x'} \operatorname{ess\,sup} \ell_{i,x,x'}` (the parts' worst
+pairs differ); Laplace and geometric parts contribute :math:`k_i/b_i` at every pair, Gaussian
+parts ∞. Every value is rounded up past its floating-point error
+(:mod:`persuasive.certify._rounding`).
 
 For PPE with the mean (KL) or Rényi risk the divergences add exactly (App. C [RECON];
 Mironov 2017), see :mod:`persuasive.pld.renyi`.
@@ -26,8 +37,18 @@ import json
 import math
 from typing import Any
 
+import numpy as np
+
+from persuasive.certify._rounding import above, div_up, sum_up
 from persuasive.certify.composition import Prop3
-from persuasive.certify.prop6 import Prop6, finite_matrix, gaussian_delta, gaussian_kappa
+from persuasive.certify.prop6 import (
+    Prop6,
+    finite_matrix,
+    finite_pairs,
+    gaussian_delta,
+    gaussian_kappa,
+    loss_table_up,
+)
 from persuasive.certify.registry import THEOREMS, Bound, Theorem, all_of, score_names
 from persuasive.classes import NeighbourPriors
 from persuasive.definitions import Mean, PersuasivePrivacy, PersuasivePrivacyExpectation, Renyi
@@ -37,6 +58,7 @@ from persuasive.mechanisms import (
     GeometricMechanism,
     LaplaceMechanism,
     Mechanism,
+    RandomizedResponse,
 )
 from persuasive.mechanisms.composed import ComposedRelease, flatten
 from persuasive.pld.compose import ComposedPLD, compose, gaussian_sigma
@@ -78,6 +100,52 @@ def _additive_delta(
     return float(min(1.0, sum(k * th.delta_at(m, d, kappa / total) for m, k in parts)))
 
 
+def pure_kappa(parts: list[Part], priors: NeighbourPriors) -> tuple[float, str]:
+    r"""Exact :math:`\kappa(0) = \sup_{x \sim x'} \sum_i k_i \operatorname{ess\,sup}
+    \ell_{i,x,x'}` of a composition, rounded up, and a note naming the worst pair.
+
+    Noise parts have the same essential supremum at every pair (1/b for Laplace and
+    geometric, ∞ for Gaussian); a finite kernel's is the largest loss over the outputs x can
+    produce (∞ if x' cannot produce one of them).
+
+    Examples
+    --------
+    >>> import numpy as np, persuasive as pp
+    >>> a = pp.FiniteKernel([[0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]])
+    >>> round(pure_kappa([(a, 1), (pp.LaplaceMechanism(2.0), 2)], pp.NeighbourPriors())[0], 12)
+    1.69314718056
+    """
+    noise: list[tuple[int, float]] = []
+    finite: list[tuple[int, np.ndarray]] = []
+    pairs = None
+    for m, k in parts:
+        if isinstance(m, GaussianMechanism):
+            return math.inf, "a Gaussian part: its loss is unbounded, no finite kappa at delta = 0"
+        if isinstance(m, (LaplaceMechanism, GeometricMechanism)):
+            noise.append((k, div_up(1.0, m.scale)))
+            continue
+        matrix = finite_matrix(m)
+        assert matrix is not None
+        found = finite_pairs(priors, matrix.shape[0])
+        assert not isinstance(found, str)
+        pairs = found
+        if isinstance(m, RandomizedResponse):  # the loss is exactly ±eps0 or 0 at every pair
+            finite.append((k, np.full(found.shape[0], m.epsilon)))
+            continue
+        loss, p = loss_table_up(matrix, found)
+        finite.append((k, np.max(np.where(p > 0, loss, -np.inf), axis=1)))
+    if pairs is None:
+        return sum_up(noise), "noise parts only: the sum of k_i / b_i (every pair is worst)"
+    if pairs.shape[0] == 0:
+        return 0.0, "no neighbouring datasets: every loss is 0"
+    totals = [
+        sum_up(noise + [(k, float(sup[r])) for k, sup in finite]) for r in range(pairs.shape[0])
+    ]
+    worst = int(np.argmax(totals))
+    a, b = (int(u) for u in pairs[worst])
+    return totals[worst], f"worst neighbour pair (x, x') = ({a}, {b}), the same pair in every part"
+
+
 class TightComposition(Theorem):
     """Exact-up-to-discretisation κ(δ) of compositions of Prop 6 mechanisms (PDP accounting).
 
@@ -103,12 +171,6 @@ class TightComposition(Theorem):
         priors = definition.priors
         if not isinstance(priors, NeighbourPriors):
             return f"needs priors = NeighbourPriors; got {type(priors).__name__}"
-        if (
-            isinstance(definition, PersuasivePrivacy)
-            and definition.delta <= 0
-            and not isinstance(mechanism, ComposedRelease)
-        ):
-            return "delta = 0: Prop 3's sum of essential suprema is already the tight value"
         if isinstance(definition, PersuasivePrivacyExpectation):
             if not isinstance(definition.risk, (Mean, Renyi)):
                 return "only the mean (KL) and Rényi risks add under composition"
@@ -146,17 +208,19 @@ class TightComposition(Theorem):
             alpha = float(risk.alpha) if isinstance(risk, Renyi) else 1.0
             k = composed_renyi(parts, alpha, definition.priors)  # type: ignore[arg-type]
             return k, True, ("exact: divergences of independent releases add (orders add)",)
-        additive = _additive_kappa(mechanism, parts, definition, delta)
-        if delta <= 0:  # pure DP: the sum of the parts' essential suprema (Prop 3 at δ = 0)
+        if delta <= 0:  # pure DP: exact, the supremum over pairs of the summed essential suprema
+            k, where = pure_kappa(parts, definition.priors)
+            additive = _additive_kappa(mechanism, parts, definition, 0.0)
             return (
-                additive,
-                False,
+                min(k, additive),
+                True,
                 (
-                    "delta = 0: the sum of the parts' essential suprema of the privacy loss "
-                    "(Prop 3's additive bound; attained when one neighbour pair is worst for "
-                    "every part)",
+                    "exact at delta = 0: the supremum over neighbour pairs of the sum of the "
+                    f"parts' essential suprema of the privacy loss at that pair; {where}",
+                    f"additive Prop 3 bound for comparison: kappa = {additive:.6g}",
                 ),
             )
+        additive = _additive_kappa(mechanism, parts, definition, delta)
         sigma = gaussian_sigma(parts)
         if sigma is not None:
             k = gaussian_kappa(sigma, delta) if delta > 0 else math.inf
@@ -171,6 +235,9 @@ class TightComposition(Theorem):
             )
         pld = _pld(parts, definition.priors)
         lo, hi = (float(a[0]) for a in pld.kappa_bracket(delta))
+        # the grid values j * step are float products and the grid snaps quotients within a
+        # few ulps (persuasive.pld.pmf.SNAP): add that error back, towards larger kappa
+        hi = above(hi, _magnitude(pld))
         notes = (
             f"tight: PDP tail of the summed loss from a pessimistic privacy-loss distribution "
             f"(grid {pld.step:g}, K = {pld.rounds} rounded losses, tail mass {TAIL_MASS:g} "
@@ -188,7 +255,19 @@ class TightComposition(Theorem):
         sigma = gaussian_sigma(parts)
         if sigma is not None:
             return min(gaussian_delta(sigma, kappa), additive)
-        return min(float(_pld(parts, definition.priors).tail(kappa)[0]), additive)
+        if kappa < 0:
+            return 1.0
+        pld = _pld(parts, definition.priors)
+        # the tail at kappa minus the grid's rounding allowance (larger delta)
+        eps = kappa - (above(kappa, _magnitude(pld)) - kappa)
+        return min(float(pld.tail(eps)[0]), additive)
+
+
+def _magnitude(pld: ComposedPLD) -> float:
+    """The largest |grid value| of the composed pmfs (scale of their rounding error)."""
+    return max(
+        max(abs(p.offset), abs(p.offset + p.masses.size)) * p.step for p in pld.pmfs.values()
+    )
 
 
 def _register() -> None:

@@ -36,9 +36,13 @@ from scipy.special import logsumexp
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
 
-#: A loss within SNAP grid units above a grid point is put on that point (float rounding of
-#: ℓ/Δ, e.g. the Laplace atom 1/b on a grid of width 1e-4); moves a loss by at most 1e-9 Δ.
-SNAP: float = 1e-9
+#: Relative float error absorbed when a value is put on the grid: a loss whose quotient ℓ/Δ lies
+#: within ``SNAP * max(1, |ℓ/Δ|)`` above an integer j is put on jΔ (the rounding error of the
+#: division, e.g. the Laplace atom 1/b on a grid of width 1e-4), and an ε that close below jΔ
+#: counts as jΔ. 16 ulps: larger than the division's error, so only rounding is absorbed (a
+#: fixed 1e-9 grid units would move a genuine loss down, in the Sender's favour); the
+#: certificate adds the corresponding few ulps back (:mod:`persuasive.certify.tight`).
+SNAP: float = 16.0 * float(np.finfo(np.float64).eps)
 #: Default total mass allowed outside the composition window (moved to the +inf atom).
 TAIL_MASS: float = 1e-15
 #: Default grid width Δ of the loss (same default as dp_accounting).
@@ -47,9 +51,15 @@ STEP: float = 1e-4
 _CHERNOFF_BLOCKS = 1024
 
 
+def _snap(units: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The rounding allowance of :data:`SNAP` for quotients ``units`` = ℓ/Δ."""
+    return SNAP * np.maximum(1.0, np.abs(units))
+
+
 def grid_index(values: ArrayLike, step: float) -> NDArray[np.int64]:
     r"""Index j of :math:`\lceil \ell/\Delta \rceil` (pessimistic; see :data:`SNAP`)."""
-    return np.ceil(np.asarray(values, dtype=np.float64) / step - SNAP).astype(np.int64)
+    u = np.asarray(values, dtype=np.float64) / step
+    return np.ceil(u - _snap(u)).astype(np.int64)
 
 
 def eps_array(eps: ArrayLike) -> NDArray[np.float64]:
@@ -109,7 +119,8 @@ class LossPMF:
 
     def _above(self, eps: NDArray[np.float64]) -> NDArray[np.intp]:
         """Position in ``masses`` of the first grid value strictly above ε."""
-        j = np.floor(eps / self.step + SNAP).astype(np.int64) + 1 - self.offset
+        u = eps / self.step
+        j = np.floor(u + _snap(u)).astype(np.int64) + 1 - self.offset
         return np.clip(j, 0, self.masses.size).astype(np.intp)
 
     def tail(self, eps: ArrayLike) -> NDArray[np.float64]:
