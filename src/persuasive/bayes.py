@@ -23,21 +23,25 @@ silently approximates a posterior.
 
 from __future__ import annotations
 
+import math
 from typing import Any, NoReturn
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 from scipy.special import logsumexp
 
 from persuasive import _tolerances as tol
+from persuasive._validation import echo
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.mechanisms import (
     CellSuppression,
     Chain,
+    ComposedRelease,
     Composition,
     ExactMean,
+    FiniteKernel,
     GaussianMechanism,
+    GeometricMechanism,
     Joint,
     LaplaceMechanism,
     LinearGaussian,
@@ -56,6 +60,103 @@ def _unsupported(prior: Prior, mechanism: Mechanism, what: str = "posterior") ->
         "Chain(one-row linear, LaplaceMechanism), "
         "IndependentCellsPrior x CellSuppression (and Joint / Composition of these)"
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Validating an output t (the public boundary of posterior / log_evidence / relative_loss)
+# --------------------------------------------------------------------------------------------
+
+
+def output_shape(mechanism: Mechanism, n: int) -> tuple[int, ...] | None:
+    """The shape of one output of ``mechanism`` on datasets of n coordinates, or None when the
+    library does not know it (a user-defined kernel). A shape ``(1,)`` also admits a number."""
+    if isinstance(mechanism, (ExactMean, FiniteKernel)):
+        return (1,)
+    if isinstance(mechanism, LinearStatistic):
+        return (int(mechanism.A.shape[0]),)
+    if isinstance(mechanism, LinearGaussian):
+        return (mechanism.k,)
+    if isinstance(
+        mechanism, (GaussianMechanism, LaplaceMechanism, GeometricMechanism, CellSuppression)
+    ):
+        return (n,)
+    if isinstance(mechanism, Chain):
+        inner = output_shape(mechanism.first, n)
+        return None if inner is None else output_shape(mechanism.post, int(np.prod(inner)))
+    return None
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "a single number (or shape (1,))" if shape == (1,) else f"shape {shape}"
+
+
+def check_output(mechanism: Mechanism, t: Any, n: int | None, name: str = "t") -> Any:
+    """Validate an observed output ``t`` of ``mechanism`` on datasets of n coordinates.
+
+    Pairs of :class:`Joint` / :class:`Composition` outputs and the parts of a
+    :class:`ComposedRelease` are checked part by part (``t[0]``, ``t[1]``, ...); every other
+    output must be numeric, finite and, when the library knows it, of the mechanism's output
+    shape. Returns ``t`` (pairs rebuilt as tuples).
+
+    Raises
+    ------
+    ValidationError
+        Naming ``t`` (or the part), echoing it and saying what is expected.
+    """
+    if isinstance(mechanism, (Joint, Composition)):
+        if not isinstance(t, (tuple, list)) or len(t) != 2:
+            raise ValidationError(
+                f"{name} must be a pair (t1, t2) for {type(mechanism).__name__}; got {echo(t)}"
+            )
+        t1 = check_output(mechanism.first, t[0], n, f"{name}[0]")
+        if isinstance(mechanism, Joint):
+            inner = None if n is None else output_shape(mechanism.first, n)
+            n2 = None if inner is None else int(np.prod(inner))
+            t2 = check_output(mechanism.post, t[1], n2, f"{name}[1]")
+        else:
+            t2 = check_output(mechanism.second, t[1], n, f"{name}[1]")
+        return (t1, t2)
+    if isinstance(mechanism, ComposedRelease):
+        parts = [
+            m for m, c in zip(mechanism.mechanisms, mechanism.counts, strict=True) for _ in range(c)
+        ]
+        if not isinstance(t, (tuple, list)) or len(t) != len(parts):
+            raise ValidationError(
+                f"{name} must be a sequence of {len(parts)} outputs; got {echo(t)}"
+            )
+        return tuple(
+            check_output(m, ti, n, f"{name}[{i}]")
+            for i, (m, ti) in enumerate(zip(parts, t, strict=True))
+        )
+    try:
+        arr = np.asarray(t, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"{name} must be numeric (an output of the mechanism); got {echo(t)}"
+        ) from None
+    shape = None if n is None else output_shape(mechanism, n)
+    if shape is not None and arr.shape != shape and not (shape == (1,) and arr.ndim == 0):
+        raise ValidationError(
+            f"{name} must have {_shape_text(shape)} for {type(mechanism).__name__} on datasets "
+            f"of n = {n}; got shape {arr.shape}"
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValidationError(f"{name} must contain only finite numbers; got {echo(t)}")
+    return t
+
+
+def _check_args(prior: Any, mechanism: Any) -> None:
+    if not isinstance(prior, Prior):
+        raise ValidationError(f"prior must be a Prior (e.g. pp.GaussianPrior); got {echo(prior)}")
+    if not isinstance(mechanism, Mechanism):
+        raise ValidationError(
+            f"mechanism must be a Mechanism (e.g. pp.ExactMean()); got {echo(mechanism)}"
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Gaussian priors
+# --------------------------------------------------------------------------------------------
 
 
 def _linear_gaussian(
@@ -98,9 +199,46 @@ def _laplace_posterior(
     tt = np.asarray(t, dtype=np.float64).reshape(-1)
     if tt.shape != (1,):
         raise ValidationError(f"t must be one number for a one-row statistic; got {t!r}")
-    if float(a @ prior.cov_ @ a) <= tol.PSD_RTOL * max(float(np.trace(prior.cov_)), 1e-300):
+    top = float(np.max(np.abs(prior.cov_)))
+    if top == 0.0:
+        return None
+    unit = prior.cov_ / top  # scale-free: no overflow or underflow of aᵀΣa
+    if float(a @ unit @ a) <= tol.PSD_RTOL * float(np.trace(unit)):
         return None
     return LaplaceMeanPosterior(prior, a, scale, float(tt[0]))
+
+
+def _exponent(x: float) -> int:
+    """e with 2**e <= x < 2**(e + 1), for x > 0."""
+    return math.frexp(x)[1] - 1
+
+
+def _factor(s: NDArray[np.float64]) -> NDArray[np.float64]:
+    """F with F Fᵀ = s for a PSD matrix s (Cholesky, or eigen-decomposition if singular)."""
+    try:
+        return np.asarray(np.linalg.cholesky(s))
+    except np.linalg.LinAlgError:
+        w, u = np.linalg.eigh(s)
+        return np.asarray(u * np.sqrt(np.clip(w, 0.0, None)))
+
+
+def _noise_eig(
+    noise: NDArray[np.float64], k: int, log2_unit: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Eigen-decomposition of the noise covariance R in the working units ``2**log2_unit``:
+    ``(rho, W, exact)`` with R = 2**log2_unit · W diag(rho) Wᵀ; ``exact`` marks directions
+    without noise (rho <= PSD_RTOL x the largest, or below the smallest float in those units)."""
+    r = noise * np.eye(k) if noise.ndim == 0 else noise
+    top = float(np.max(np.abs(r))) if r.size else 0.0
+    if top == 0.0:
+        return np.zeros(k), np.eye(k), np.ones(k, dtype=bool)
+    w, u = np.linalg.eigh(0.5 * (r / top) + 0.5 * (r / top).T)
+    w = np.clip(w, 0.0, None)
+    exact = w <= tol.PSD_RTOL * float(w[-1])
+    e = _exponent(top)
+    with np.errstate(over="ignore", under="ignore"):
+        rho = np.ldexp(w * (top / 2.0**e), e - log2_unit)  # R's scale moved by exact powers of 2
+    return rho, u, exact | (rho == 0.0)
 
 
 def gaussian_condition(
@@ -115,69 +253,129 @@ def gaussian_condition(
     :math:`e \sim N(0, R)` when ``noise_var`` is a (k, k) PSD matrix R (``docs/linear.md``).
 
     .. math:: m = \mu + \Sigma A^\top G^{+}(t - A\mu), \quad
-              V = \Sigma - \Sigma A^\top G^{+} A \Sigma, \quad G = A\Sigma A^\top + s^2 I
+              V = \Sigma - \Sigma A^\top G^{+} A \Sigma, \quad G = A\Sigma A^\top + R
 
-    :math:`G^+` is the pseudo-inverse from an eigendecomposition, so a rank-deficient
-    :math:`A\Sigma A^\top` (redundant statistics) is handled without inverting a singular matrix.
-    """
-    sa = cov @ A.T
-    noise = np.asarray(noise_var, dtype=np.float64)
-    g = A @ sa + (noise * np.eye(A.shape[0]) if noise.ndim == 0 else noise)
-    w, u = np.linalg.eigh(0.5 * (g + g.T))
-    keep = w > tol.PSD_RTOL * max(float(w[-1]), 1e-300)
-    resid = t - A @ mean
-    coef = (u[:, keep] / w[keep]) @ (u[:, keep].T @ resid)
-    m = mean + sa @ coef
-    proj = sa @ u[:, keep]
-    v = cov - (proj / w[keep]) @ proj.T
-    v = 0.5 * (v + v.T)
-    # Coordinates the release determines (posterior variance at rounding level, e.g. a
-    # differencing attack) are set exactly known, so scores see a point mass, not 1e-16.
-    known = np.diag(v) <= tol.VAR_RTOL * np.diag(cov)
-    if known.any():
-        v[known, :] = 0.0
-        v[:, known] = 0.0
-    return m, v
+    Computed in square-root form, so that no variance is a difference of large numbers:
+    with :math:`\Sigma = F F^\top`, the exact statistics (the null directions of R) condition
+    :math:`z \sim N(0, I)`, :math:`x = \mu + Fz`, on :math:`AFz = y` through the SVD of
+    :math:`AF` (a projection), and the noisy ones, whitened by R, through the SVD
+    :math:`CF = U\,\mathrm{diag}(s)\,V^\top`, which leaves :math:`z` the variances
+    :math:`1/(1 + s_j^2)` along V (no cancellation however informative the release). A, Σ and
+    R are first scaled by exact powers of two, so that neither huge (~1e308) nor tiny
+    (~1e-308) variances overflow or underflow. A rank-deficient :math:`A\Sigma A^\top`
+    (redundant statistics) is handled by the SVD's rank.
 
-
-def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
-    r"""The data-posterior :math:`Q_T` of ``prior`` after observing ``t`` from ``mechanism``.
-
-    Parameters
-    ----------
-    prior : Prior
-        The Receiver's data-prior Q.
-    mechanism : Mechanism
-        The release kernel M (known to the Receiver, Assumption 1).
-    t : output
-        The observed output T.
-
-    Returns
-    -------
-    Prior
-        :math:`Q_T(dx) \propto Q(dx)\, m(x, T)`, of the same family as ``prior``.
+    Coordinates that an exact statistic determines (posterior variance at rounding level,
+    ``VAR_RTOL`` x the prior's, e.g. a differencing attack) are set exactly known, so scores
+    see a point mass, not 1e-16; a noisy release never determines a coordinate.
 
     Raises
     ------
     UnsupportedCombinationError
-        When no exact update exists for the pair.
-    ValidationError
-        When ``t`` has probability zero under the prior predictive.
-
-    Examples
-    --------
-    >>> import persuasive as pp
-    >>> q = pp.GaussianPrior([0.0, 0.0], [3.0, 1.0])
-    >>> post = pp.posterior(q, pp.ExactMean(), 1.0)
-    >>> post.mean().round(6).tolist(), round(float(post.marginal_var()[0]), 6)
-    ([1.5, 0.5], 0.75)
+        If the posterior moments are not representable in double precision (e.g. a prior mean
+        or an output near 1e308).
     """
+    mu = np.asarray(mean, dtype=np.float64)
+    k = A.shape[0]
+    a_top = float(np.max(np.abs(A))) if A.size else 0.0
+    s_top = float(np.max(np.abs(cov)))
+    if a_top == 0.0 or s_top == 0.0:  # nothing to learn: zero statistics or a point-mass prior
+        return mu.copy(), np.array(cov, dtype=np.float64)
+    ea = _exponent(a_top)
+    half = _exponent(s_top) // 2  # Σ = 4**half · S, |S| < 4; sqrt(4**half) = 2**half exactly
+    a1 = np.ldexp(A, -ea)
+    f = _factor(np.ldexp(cov, -2 * half))
+    noise = np.asarray(noise_var, dtype=np.float64)
+    rho, w, exact = _noise_eig(noise, k, 2 * ea + 2 * half)
+    a_rot = w.T @ a1  # statistics rotated so that their noises are independent
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = w.T @ (np.ldexp(np.asarray(t, dtype=np.float64).reshape(k), -ea) - a1 @ mu)
+    dm = np.zeros_like(mu)
+    if exact.any():
+        b = a_rot[exact] @ f
+        u, s, vt = np.linalg.svd(b, full_matrices=True)
+        keep = s * s > tol.PSD_RTOL * float(s[0]) ** 2 if s.size and s[0] > 0 else s > 0
+        r = int(keep.sum())
+        resid = y[exact] - a_rot[exact] @ dm
+        dm = dm + f @ (vt[:r].T @ ((u[:, :r].T @ resid) / s[:r]))
+        f = f @ vt[r:].T  # the directions the exact statistics leave free
+    noisy = ~exact
+    if noisy.any() and f.shape[1]:
+        scale = 1.0 / np.sqrt(rho[noisy])
+        c = scale[:, None] * (a_rot[noisy] @ f)
+        resid = scale * (y[noisy] - a_rot[noisy] @ dm)
+        u, s, vt = np.linalg.svd(c, full_matrices=True)
+        r = s.size
+        with np.errstate(divide="ignore", over="ignore"):
+            gain = np.where(s > 0, 1.0 / (s + 1.0 / s), 0.0)
+            shrink = 1.0 / (1.0 + s * s)
+        dm = dm + f @ (vt[:r].T @ (gain * (u[:, :r].T @ resid)))
+        d = np.concatenate([np.sqrt(shrink), np.ones(vt.shape[0] - r)])
+        f = f @ (vt.T * d)
+    m = mu + dm
+    v = np.ldexp(f @ f.T, 2 * half)
+    v = 0.5 * v + 0.5 * v.T
+    if exact.any():
+        # Coordinates the release determines (posterior variance at rounding level, e.g. a
+        # differencing attack) are set exactly known, so scores see a point mass, not 1e-16.
+        known = np.diag(v) <= tol.VAR_RTOL * np.diag(cov)
+        if known.any():
+            v[known, :] = 0.0
+            v[:, known] = 0.0
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(v))):
+        raise UnsupportedCombinationError(
+            "the posterior moments overflow double precision (a prior mean, an output or a "
+            "variance near 1e308); rescale the data"
+        )
+    return m, v
+
+
+def _gaussian_log_evidence(
+    mean: NDArray[np.float64],
+    cov: NDArray[np.float64],
+    A: NDArray[np.float64],
+    noise_var: float | NDArray[np.float64],
+    t: NDArray[np.float64],
+) -> float:
+    r""":math:`\log N(t; A\mu, A\Sigma A^\top + R)` for a positive definite R, in the scaled,
+    whitened coordinates of :func:`gaussian_condition` (no overflow of G for huge or tiny
+    variances): :math:`y' = C z + \varepsilon \sim N(0, CC^\top + I)`."""
+    k = A.shape[0]
+    mu = np.asarray(mean, dtype=np.float64)
+    a_top = float(np.max(np.abs(A))) if A.size else 0.0
+    s_top = float(np.max(np.abs(cov)))
+    ea = _exponent(a_top) if a_top > 0 else 0
+    half = _exponent(s_top) // 2 if s_top > 0 else 0
+    a1 = np.ldexp(A, -ea)
+    f = _factor(np.ldexp(cov, -2 * half)) if s_top > 0 else np.zeros_like(cov)
+    noise = np.asarray(noise_var, dtype=np.float64)
+    rho, w, _ = _noise_eig(noise, k, 2 * ea + 2 * half)
+    scale = 1.0 / np.sqrt(rho)
+    c = scale[:, None] * (w.T @ a1 @ f)
+    y = np.ldexp(w.T @ (np.ldexp(np.asarray(t, dtype=np.float64).reshape(k), -ea) - a1 @ mu), -half)
+    y = scale * y
+    u, s, _ = np.linalg.svd(c, full_matrices=True)
+    s_all = np.zeros(k)
+    s_all[: s.size] = s[:k]
+    proj = u.T @ y
+    with np.errstate(over="ignore"):
+        log1p_s2 = np.where(
+            s_all > 1e150, 2.0 * np.log(np.where(s_all > 0, s_all, 1.0)), np.log1p(s_all * s_all)
+        )
+        quad = float(np.sum((proj / np.sqrt(1.0 + s_all * s_all)) ** 2))
+    log_det = float(np.sum(log1p_s2)) - float(np.sum(np.log(scale * scale)))
+    log_det += k * (2 * ea + 2 * half) * math.log(2.0)
+    return -0.5 * (k * math.log(2.0 * math.pi) + log_det + quad)
+
+
+def _posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
+    """:func:`posterior` on validated arguments."""
     if isinstance(mechanism, Joint):
         t1, _ = t
-        return posterior(prior, mechanism.first, t1)
+        return _posterior(prior, mechanism.first, t1)
     if isinstance(mechanism, Composition):
         t1, t2 = t
-        return posterior(posterior(prior, mechanism.first, t1), mechanism.second, t2)
+        return _posterior(_posterior(prior, mechanism.first, t1), mechanism.second, t2)
     if isinstance(prior, DiscretePrior):
         log_w = prior.log_probs + mechanism.log_likelihood(prior.support, t)
         if not np.isfinite(np.max(log_w)):
@@ -199,6 +397,49 @@ def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
     if isinstance(prior, IndependentCellsPrior) and isinstance(mechanism, CellSuppression):
         return _suppression_posterior(prior, mechanism, t)
     _unsupported(prior, mechanism)
+
+
+def posterior(prior: Prior, mechanism: Mechanism, t: Any) -> Prior:
+    r"""The data-posterior :math:`Q_T` of ``prior`` after observing ``t`` from ``mechanism``.
+
+    Parameters
+    ----------
+    prior : Prior
+        The Receiver's data-prior Q.
+    mechanism : Mechanism
+        The release kernel M (known to the Receiver, Assumption 1).
+    t : output
+        The observed output T: finite numbers of the mechanism's output shape (one number for
+        ``ExactMean`` and finite kernels, k for a k-row statistic, n for additive noise and
+        cell suppression), a pair for ``Joint`` / ``Composition``.
+
+    Returns
+    -------
+    Prior
+        :math:`Q_T(dx) \propto Q(dx)\, m(x, T)`, of the same family as ``prior``.
+
+    Raises
+    ------
+    UnsupportedCombinationError
+        When no exact update exists for the pair.
+    ValidationError
+        When ``t`` is not a finite output of the mechanism's shape, or has probability zero
+        under the prior predictive.
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> q = pp.GaussianPrior([0.0, 0.0], [3.0, 1.0])
+    >>> post = pp.posterior(q, pp.ExactMean(), 1.0)
+    >>> post.mean().round(6).tolist(), round(float(post.marginal_var()[0]), 6)
+    ([1.5, 0.5], 0.75)
+    >>> pp.posterior(q, pp.ExactMean(), float("nan"))
+    Traceback (most recent call last):
+    ...
+    persuasive.errors.ValidationError: t must contain only finite numbers; got nan
+    """
+    _check_args(prior, mechanism)
+    return _posterior(prior, mechanism, check_output(mechanism, t, prior.dim))
 
 
 def _suppression_split(
@@ -249,27 +490,24 @@ def _noise_definite(noise: float | NDArray[np.float64]) -> bool:
     r = np.asarray(noise, dtype=np.float64)
     if r.ndim == 0:
         return bool(r > 0)
-    w = np.linalg.eigvalsh(r)
-    return bool(w[0] > tol.PSD_RTOL * max(float(w[-1]), 1e-300))
+    top = float(np.max(np.abs(r)))
+    if top == 0.0:
+        return False
+    w = np.linalg.eigvalsh(r / top)
+    return bool(w[0] > tol.PSD_RTOL * float(w[-1]))
 
 
-def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
-    r"""The log prior predictive :math:`\log m_Q(t) = \log \int m(z, t)\, Q(dz)`.
-
-    Exact for the pairs of :func:`posterior` that have a dominating measure: discrete priors
-    (log-sum-exp), Gaussian priors with Gaussian noise, independent cells with suppression.
-    Deterministic releases of a Gaussian prior have no density with respect to the noise-free
-    likelihood and raise :class:`UnsupportedCombinationError`.
-    """
+def _log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
+    """:func:`log_evidence` on validated arguments."""
     if isinstance(mechanism, Joint):
         t1, t2 = t
-        return log_evidence(prior, mechanism.first, t1) + float(
+        return _log_evidence(prior, mechanism.first, t1) + float(
             mechanism.post.log_likelihood(np.atleast_1d(np.asarray(t1, dtype=float)), t2)
         )
     if isinstance(mechanism, Composition):
         t1, t2 = t
-        return log_evidence(prior, mechanism.first, t1) + log_evidence(
-            posterior(prior, mechanism.first, t1), mechanism.second, t2
+        return _log_evidence(prior, mechanism.first, t1) + _log_evidence(
+            _posterior(prior, mechanism.first, t1), mechanism.second, t2
         )
     if isinstance(prior, DiscretePrior):
         return float(logsumexp(prior.log_probs + mechanism.log_likelihood(prior.support, t)))
@@ -278,9 +516,7 @@ def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
         if lg is not None and _noise_definite(lg[1]):
             A, s2 = lg
             tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
-            s2a = np.asarray(s2, dtype=np.float64)
-            g = A @ prior.cov_ @ A.T + (s2a * np.eye(A.shape[0]) if s2a.ndim == 0 else s2a)
-            return float(stats.multivariate_normal(A @ prior.mean_, g).logpdf(tt))
+            return _gaussian_log_evidence(prior.mean_, prior.cov_, A, s2, tt)
         ll = _linear_laplace(mechanism, prior.dim)
         if ll is not None:
             post = _laplace_posterior(prior, ll[0], ll[1], t)
@@ -296,3 +532,23 @@ def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
         released = prior.logpmf_cells(np.where(supp, 0.0, tt))
         return float(np.where(supp, log_below, released).sum())
     _unsupported(prior, mechanism, "prior predictive density")
+
+
+def log_evidence(prior: Prior, mechanism: Mechanism, t: Any) -> float:
+    r"""The log prior predictive :math:`\log m_Q(t) = \log \int m(z, t)\, Q(dz)`.
+
+    Exact for the pairs of :func:`posterior` that have a dominating measure: discrete priors
+    (log-sum-exp), Gaussian priors with Gaussian noise, independent cells with suppression.
+    Deterministic releases of a Gaussian prior have no density with respect to the noise-free
+    likelihood and raise :class:`UnsupportedCombinationError`. ``t`` is validated as in
+    :func:`posterior`.
+
+    Examples
+    --------
+    >>> import persuasive as pp
+    >>> q = pp.GaussianPrior([0.0], [3.0])
+    >>> round(pp.log_evidence(q, pp.GaussianMechanism(1.0), [0.0]), 6)  # log N(0; 0, 4)
+    -1.612086
+    """
+    _check_args(prior, mechanism)
+    return _log_evidence(prior, mechanism, check_output(mechanism, t, prior.dim))

@@ -12,23 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
-from persuasive.bayes import log_evidence, posterior
+from persuasive.bayes import _log_evidence, _posterior, check_output
 from persuasive.errors import ValidationError
 from persuasive.mechanisms import Mechanism
 from persuasive.priors import GaussianPrior, Prior, as_dataset
-from persuasive.scores.base import Score
+from persuasive.scores.base import Score, score_differences
 from persuasive.scores.log import LogScore
 
-
-def score_differences(before: ArrayLike, after: ArrayLike) -> NDArray[np.float64]:
-    """Elementwise ``before - after`` with the convention ∞ − ∞ = 0 (App. E.5)."""
-    b = np.asarray(before, dtype=np.float64)
-    a = np.asarray(after, dtype=np.float64)
-    same_inf = np.isinf(b) & np.isinf(a) & (np.sign(b) == np.sign(a))
-    with np.errstate(invalid="ignore"):
-        return np.where(same_inf, 0.0, b - a)
+__all__ = ["relative_loss", "score_differences"]
 
 
 def _log_loss(prior: Prior, mechanism: Mechanism, x: Any, t: Any) -> float:
@@ -41,7 +34,7 @@ def _log_loss(prior: Prior, mechanism: Mechanism, x: Any, t: Any) -> float:
     if isinstance(prior, GaussianPrior) and mechanism.deterministic:
         # Q_T lives on the affine set {z : f(z) = t}, a Q-null set: dQ_T/dQ = +∞ there.
         return np.inf
-    return log_m - log_evidence(prior, mechanism, t)
+    return log_m - _log_evidence(prior, mechanism, t)
 
 
 def relative_loss(
@@ -61,14 +54,19 @@ def relative_loss(
     x : array_like
         The Sender's dataset.
     t : output, optional
-        The released value T; defaults to ``mechanism.apply(x)`` for deterministic mechanisms.
+        The released value T (validated as in :func:`persuasive.posterior`); defaults to
+        ``mechanism.apply(x)`` for deterministic mechanisms.
 
     Notes
     -----
     For the log score the value is computed as :math:`\log m(x, T) - \log m_Q(T)` (App. A),
     never as a difference of two log densities; for a deterministic release of a continuous
     (Gaussian) prior the posterior is singular with respect to the prior and the log score loss
-    is :math:`+\infty`.
+    is :math:`+\infty`. Other scores are differenced by :meth:`Score.member_losses`, in a form
+    that avoids cancellation where the score has one (the marginal DSS: a log-ratio of
+    variances), and Gaussian posteriors are computed in scaled square-root form
+    (:func:`persuasive.bayes.gaussian_condition`): huge or tiny variances give the right loss
+    or a clear error, never a wrong finite number.
 
     Examples
     --------
@@ -92,9 +90,9 @@ def relative_loss(
         if not mechanism.deterministic:
             raise ValidationError(f"t is required for the randomised {type(mechanism).__name__}")
         t = mechanism.apply(xs)
+    else:
+        t = check_output(mechanism, t, prior.dim)
     if isinstance(score, LogScore):
         return _log_loss(prior, mechanism, xs, t)
-    post = posterior(prior, mechanism, t)
-    before = score.member_values(prior, xs, prior.dim)
-    after = score.member_values(post, xs, prior.dim)
-    return float(np.max(score_differences(before, after)))
+    post = _posterior(prior, mechanism, t)
+    return float(np.max(score.member_losses(prior, post, xs, prior.dim)))

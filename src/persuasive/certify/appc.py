@@ -29,7 +29,8 @@ from numpy.typing import NDArray
 from scipy import stats
 from scipy.special import logsumexp
 
-from persuasive.certify.prop6 import finite_matrix, finite_pairs, loss_table
+from persuasive.certify._rounding import above
+from persuasive.certify.prop6 import finite_matrix, finite_pairs, loss_table_up
 from persuasive.certify.registry import Bound, Theorem, all_of, score_names
 from persuasive.classes import NeighbourPriors
 from persuasive.definitions import FDivergence, Mean, PersuasivePrivacyExpectation, Renyi
@@ -116,6 +117,16 @@ def geometric_risk(b: float, kind: str, alpha: float = 1.0) -> float:
     return discrete_risk(np.array([[1.0 / b, -1.0 / b]]), np.array([[p, 1.0 - p]]), kind, alpha)
 
 
+def _laplace_magnitude(b: float, kind: str, alpha: float, value: float) -> float:
+    """Size of the terms of :func:`laplace_risk` (its rounding error is a few ulps of it)."""
+    if kind in ("renyi", "chi2"):
+        a = alpha if kind == "renyi" else 2.0
+        terms = abs(math.log(a / (2 * a - 1))) + abs(math.log((a - 1) / (2 * a - 1))) + a / b
+        mag = (terms + (a - 1) / b) / (a - 1)
+        return mag * (1.0 + abs(value)) if kind == "chi2" else mag
+    return abs(value) + 1.0 / b + 1.0
+
+
 class AppC(Theorem):
     """Worst expected risk of (L, 𝓗, κ; φ)-PPE: the worst neighbour divergence (App. C).
 
@@ -161,19 +172,27 @@ class AppC(Theorem):
             "[RECON, docs/math.md §7] reconstructed App. C: the worst two-point prior is the "
             "limit q -> 0, giving the worst neighbour divergence (supremum, not attained)"
         ]
+        # every value is rounded up past its floating-point error (the magnitude of its terms;
+        # persuasive.certify._rounding), so that holds never follows from rounding
         if isinstance(mechanism, GaussianMechanism):
             k = gaussian_risk(mechanism.sigma, kind, alpha)
+            k = above(k, abs(k) * (1.0 + alpha) + 1.0)
         elif isinstance(mechanism, LaplaceMechanism):
             k = laplace_risk(mechanism.scale, kind, alpha)
+            k = above(k, _laplace_magnitude(mechanism.scale, kind, alpha, k))
         elif isinstance(mechanism, GeometricMechanism):
             k = geometric_risk(mechanism.scale, kind, alpha)
+            k = above(k, (abs(k) + 1.0 / mechanism.scale + 1.0) * (1.0 + alpha))
         else:
             matrix = finite_matrix(mechanism)
             assert matrix is not None
             pairs = finite_pairs(definition.priors, matrix.shape[0])
             assert not isinstance(pairs, str)
-            loss, p = loss_table(matrix, pairs)
+            loss, p = loss_table_up(matrix, pairs)
             k = discrete_risk(loss, p, kind, alpha)
+            finite = np.isfinite(loss) & (p > 0)
+            scale = float(np.max(np.abs(np.where(finite, loss, 0.0)), initial=0.0))
+            k = above(k, (abs(k) + scale + 1.0) * (1.0 + alpha) * max(1.0, p.shape[1] / 8.0))
             notes.append("finite kernel: exact sums over neighbouring rows and outputs")
             if kind in ("tv", "chi2") and np.any(
                 (matrix[pairs[:, 0]] == 0) & (matrix[pairs[:, 1]] > 0)

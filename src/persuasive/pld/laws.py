@@ -11,7 +11,8 @@ pair gives every pair's law) the privacy loss :math:`\ell = \log m(x,T)/m(x',T)`
 * finite kernels (incl. randomized response): :math:`\log(m_{xt}/m_{x't})` with mass
   :math:`m_{xt}`, :math:`+\infty` when :math:`m_{x't} = 0`, one law per ordered pair.
 
-Each law is put on the grid by rounding up (:func:`persuasive.pld.pmf.grid_index`).
+Each law is put on the grid by rounding up (:func:`persuasive.pld.pmf.grid_index`), after the
+losses themselves are rounded up past their floating-point error (1/b, finite-kernel logs).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from scipy import stats
 from scipy.special import ndtr
 
 from persuasive import _validation as v
-from persuasive.certify.prop6 import finite_matrix, finite_pairs, loss_table
+from persuasive.certify._rounding import div_up
+from persuasive.certify.prop6 import finite_matrix, finite_pairs, loss_table_up
 from persuasive.classes import NeighbourPriors
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.mechanisms import (
@@ -78,7 +80,7 @@ def laplace_pmf(b: float, step: float = STEP) -> LossPMF:
     """
     b = v.real("scale", b, low=0.0, low_open=True)
     step = _step(step)
-    c = 1.0 / b
+    c = div_up(1.0, b)  # the atom, rounded up
     j_lo, j_hi = int(grid_index(-c, step)), int(grid_index(c, step))
     j = np.arange(j_lo, j_hi + 1)
     u1 = np.maximum((j - 1) * step, -c)
@@ -117,7 +119,8 @@ def geometric_pmf(b: float, step: float = STEP) -> LossPMF:
     """Loss pmf of the two-sided geometric mechanism: ±1/b."""
     b = v.real("scale", b, low=0.0, low_open=True)
     p = 1.0 / (1.0 + math.exp(-1.0 / b))
-    return atoms_pmf([1.0 / b, -1.0 / b], [p, 1.0 - p], _step(step))
+    c = div_up(1.0, b)  # the atoms, the upper one rounded up
+    return atoms_pmf([c, -1.0 / b], [p, 1.0 - p], _step(step))
 
 
 def noise_pmf(mechanism: Mechanism, step: float = STEP) -> LossPMF | None:
@@ -139,7 +142,7 @@ def finite_pmfs(
     pairs = finite_pairs(priors or NeighbourPriors(), mat.shape[0])
     if isinstance(pairs, str):
         raise ValidationError(pairs)
-    loss, p = loss_table(mat, pairs)
+    loss, p = loss_table_up(mat, pairs)  # losses rounded up past their float error
     return {(int(a), int(b)): atoms_pmf(loss[r], p[r], step) for r, (a, b) in enumerate(pairs)}
 
 

@@ -19,9 +19,19 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
     p = rel.params
     grouped = p.group is not None
     pairs = [
-        ("what", f"one mean of {p.value!r} per {p.group!r}" if grouped else f"the mean of {p.value!r}"),
-        ("Receivers", f"Gaussian class G^r: r1 = {fmt(p.r1)}, r2 = {fmt(p.r2)}"
-         + (f", prior sd of the mean <= {fmt(p.max_mean_sd)}" if p.max_mean_sd is not None else "")),
+        (
+            "what",
+            f"one mean of {p.value!r} per {p.group!r}" if grouped else f"the mean of {p.value!r}",
+        ),
+        (
+            "Receivers",
+            f"Gaussian class G^r: r1 = {fmt(p.r1)}, r2 = {fmt(p.r2)}"
+            + (
+                f", prior sd of the mean <= {fmt(p.max_mean_sd)}"
+                if p.max_mean_sd is not None
+                else ""
+            ),
+        ),
         ("noise", "none (exact)" if p.noise_sd is None else f"Gaussian, sd {fmt(p.noise_sd)}"),
         ("δ", fmt(p.delta)),
     ]
@@ -30,11 +40,19 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
     sections = []
     if grouped:
         s = rel.summary()
-        pairs += [("groups", fmt(s["n_groups"])), ("smallest group (custodian only)", fmt(s["min_group_size"]))]
-        sections = [Section("What was released", pairs=pairs),
-                    preview_section(rel.published, "The published means (released.*)")]
+        pairs += [
+            ("groups", fmt(s["n_groups"])),
+            ("smallest group (custodian only)", fmt(s["min_group_size"])),
+        ]
+        sections = [
+            Section("What was released", pairs=pairs),
+            preview_section(rel.published, "The published means (released.*)"),
+        ]
     else:
-        pairs += [("individuals n (custodian only)", fmt(rel.n)), ("released mean", repr(rel.value))]
+        pairs += [
+            ("individuals n (custodian only)", fmt(rel.n)),
+            ("released mean", repr(rel.value)),
+        ]
         sections = [Section("What was released", pairs=pairs)]
     sections.append(certificate_section(doc))
     xs, kappas, label = rel.calibration_curve()
@@ -43,7 +61,9 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
         Figure(
             "calibration.png",
             f"Calibration: the proven κ against the {label}.",
-            plots.calibration_plot(xs, kappas, xlabel=label, current=current, target_kappa=target_kappa),
+            plots.calibration_plot(
+                xs, kappas, xlabel=label, current=current, target_kappa=target_kappa
+            ),
         )
     ]
     kappa = float(rel.certificate.kappa)

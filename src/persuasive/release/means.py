@@ -408,9 +408,7 @@ def release_group_means(
     s = _scale(x, data.height)
     col = pl.col(value) * s if s != 1.0 else pl.col(value)
     means = (
-        data.group_by(group)
-        .agg((col.mean() / s).alias("mean"), pl.len().alias("n"))
-        .sort(group)
+        data.group_by(group).agg((col.mean() / s).alias("mean"), pl.len().alias("n")).sort(group)
     )
     small = means.filter(pl.col("n") < n_min(p.r2))
     if small.height:

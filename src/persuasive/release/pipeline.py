@@ -222,7 +222,9 @@ def write_release(
     step("certify")
     publication = kind.read_publication(release.params, published)
     if publication.problems:
-        raise InternalError("the written publication fails its checks: " + "; ".join(publication.problems))
+        raise InternalError(
+            "the written publication fails its checks: " + "; ".join(publication.problems)
+        )
     body = kind.certify(release.params, publication)
     doc = envelope(
         kind.name,
@@ -248,7 +250,9 @@ def write_release(
     step("verify")
     check = verify_certificate(cert_path, published=folder)
     if not check.consistent:
-        raise InternalError("the written certificate does not verify: " + "; ".join(check.mismatches))
+        raise InternalError(
+            "the written certificate does not verify: " + "; ".join(check.mismatches)
+        )
     return doc, files
 
 
@@ -265,7 +269,11 @@ def publish(
     """Write a release into its output folder, atomically (see the module docstring)."""
     with out as tmp:
         doc, files = write_release(
-            release, tmp, table_format=table_format, report=report, target_kappa=target_kappa,
+            release,
+            tmp,
+            table_format=table_format,
+            report=report,
+            target_kappa=target_kappa,
             on_step=on_step,
         )
         final = relocate(files, tmp, out.path)

@@ -179,7 +179,7 @@ class _Strict:
 
     @staticmethod
     def constant(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON (a certificate states an infinite κ as \"inf\")")
+        raise ValueError(f'{name} is not JSON (a certificate states an infinite κ as "inf")')
 
 
 def _depth(text: str) -> int:

@@ -107,14 +107,11 @@ def margins_report(release: Any, cert: Mapping[str, Any]) -> ReportContent:
     comp = release.comparison_document()
     g, claim = cert["guarantee"], cert["claim"]
     target = release.target_kappa
-    sentence = (
-        f"{g['statement']} At the true table the largest is {fmt(s['kappa_max'])} nats"
-        + (
-            "."
-            if target is None
-            else f"; target κ = {fmt(target)}: the release "
-            + ("meets it." if release.ok else "does NOT meet it.")
-        )
+    sentence = f"{g['statement']} At the true table the largest is {fmt(s['kappa_max'])} nats" + (
+        "."
+        if target is None
+        else f"; target κ = {fmt(target)}: the release "
+        + ("meets it." if release.ok else "does NOT meet it.")
     )
     released = [
         ("what", "a table of counts, small cells suppressed, margins published exactly"),

@@ -119,7 +119,9 @@ def _read(path_or_doc: Any) -> tuple[dict[str, Any], list[str], str]:
 def _check_format(doc: Mapping[str, Any], source: str) -> None:
     fmt = doc.get("format")
     if fmt != cd.FORMAT:
-        raise ValidationError(f"{source}: format must be {cd.FORMAT!r} (a persuasive certificate); got {fmt!r:.60}")
+        raise ValidationError(
+            f"{source}: format must be {cd.FORMAT!r} (a persuasive certificate); got {fmt!r:.60}"
+        )
     version = doc.get("format_version")
     if isinstance(version, bool) or version not in cd.SUPPORTED_VERSIONS:
         raise ValidationError(
@@ -154,7 +156,11 @@ def locate_publication(
 
 
 def _published_names(doc: Mapping[str, Any]) -> list[str]:
-    files = doc.get("publication", {}).get("files") if isinstance(doc.get("publication"), dict) else None
+    files = (
+        doc.get("publication", {}).get("files")
+        if isinstance(doc.get("publication"), dict)
+        else None
+    )
     names = []
     for entry in files if isinstance(files, list) else []:
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -166,7 +172,11 @@ def _published_names(doc: Mapping[str, Any]) -> list[str]:
 
 
 def recompute(
-    kind_name: str, params: Any, publication: Publication | None, *, version: str,
+    kind_name: str,
+    params: Any,
+    publication: Publication | None,
+    *,
+    version: str,
     stated_publication: Any = None,
 ) -> dict[str, Any]:
     """The whole certificate document of a claim's parameters (and publication)."""
@@ -174,8 +184,13 @@ def recompute(
     body = kind.certify(params, publication)
     section = publication.section() if publication is not None else stated_publication
     return cd.envelope(
-        kind_name, kind.claim(params), body.guarantee, body.notes, section or {},
-        version=version, extra=body.extra,
+        kind_name,
+        kind.claim(params),
+        body.guarantee,
+        body.notes,
+        section or {},
+        version=version,
+        extra=body.extra,
     )
 
 
@@ -226,7 +241,9 @@ def verify_certificate(
     doc, twice, source = _read(path_or_doc)
     _check_format(doc, source)
     out = [f"{k}: the key appears twice; a reader would see only the last value" for k in twice]
-    version = doc.get("library", {}).get("version") if isinstance(doc.get("library"), dict) else None
+    version = (
+        doc.get("library", {}).get("version") if isinstance(doc.get("library"), dict) else None
+    )
     if not isinstance(version, str):
         out.append(f"library.version: must be a version string; got {version!r:.40}")
         version = "?"
@@ -252,14 +269,20 @@ def verify_certificate(
         )
     try:
         want = recompute(
-            kind.name, params, publication, version=version,
+            kind.name,
+            params,
+            publication,
+            version=version,
             stated_publication=doc.get("publication"),
         )
     except PersuasiveError as exc:
         out.append(f"claim: cannot be certified: {' '.join(str(exc).split())}")
         return Verification(False, False, False, tuple(out), kind=kind.name)
-    found = cd.diff({k: v for k, v in doc.items() if k != "digest"},
-                    {k: v for k, v in want.items() if k != "digest"}, label=_label)
+    found = cd.diff(
+        {k: v for k, v in doc.items() if k != "digest"},
+        {k: v for k, v in want.items() if k != "digest"},
+        label=_label,
+    )
     out += found
     stated_digest = doc.get("digest")
     real = cd.digest_of(doc)

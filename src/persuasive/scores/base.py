@@ -20,6 +20,15 @@ from numpy.typing import ArrayLike, NDArray
 from persuasive.priors.base import Prior
 
 
+def score_differences(before: ArrayLike, after: ArrayLike) -> NDArray[np.float64]:
+    """Elementwise ``before - after`` with the convention ∞ − ∞ = 0 (App. E.5)."""
+    b = np.asarray(before, dtype=np.float64)
+    a = np.asarray(after, dtype=np.float64)
+    same_inf = np.isinf(b) & np.isinf(a) & (np.sign(b) == np.sign(a))
+    with np.errstate(invalid="ignore"):
+        return np.where(same_inf, 0.0, b - a)
+
+
 class Score(ABC):
     """A negatively oriented scoring rule :math:`S : \\mathcal P \\times \\mathsf X \\to
     \\mathbb R \\cup \\{\\pm\\infty\\}`."""
@@ -38,6 +47,14 @@ class Score(ABC):
     def member_values(self, P: Prior, x: ArrayLike, n: int) -> NDArray[np.float64]:
         """``[S(P, x) for S in members(n)]`` as an array; families override it vectorised."""
         return np.array([s(P, x) for s in self.members(n)], dtype=np.float64)
+
+    def member_losses(self, prior: Prior, post: Prior, x: ArrayLike, n: int) -> NDArray[np.float64]:
+        """The relative losses :math:`S(Q, x) - S(Q_T, x)` of every member, with ∞ − ∞ = 0.
+
+        The default subtracts :meth:`member_values`; scores override it where the difference
+        has a form that avoids cancellation (e.g. :class:`MarginalDSS`).
+        """
+        return score_differences(self.member_values(prior, x, n), self.member_values(post, x, n))
 
     @property
     def is_family(self) -> bool:

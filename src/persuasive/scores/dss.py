@@ -12,12 +12,24 @@ from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive.errors import ValidationError
 from persuasive.priors.base import Prior, as_dataset
-from persuasive.scores.base import Score
+from persuasive.scores.base import Score, score_differences
 
 
 def _point_tol(x: ArrayLike) -> NDArray[np.float64]:
     """How far a point-mass belief may sit from x and still count as right (rounding)."""
     return np.asarray(tol.OUTPUT_ATOL * (1.0 + np.abs(np.asarray(x, dtype=np.float64))))
+
+
+def _dss_values(
+    mean: NDArray[np.float64], var: NDArray[np.float64], x: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    r""":math:`\log\sigma^2 + ((x - \mu)/\sigma)^2` per coordinate (standardised first: no
+    overflow of (x − μ)²); a zero variance gives −∞ when x = μ (within rounding), else +∞."""
+    d = x - mean
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = np.log(var) + (d / np.sqrt(var)) ** 2
+    degenerate = np.where(np.abs(d) <= _point_tol(x), -np.inf, np.inf)
+    return np.asarray(np.where(var > 0.0, out, degenerate), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -91,17 +103,45 @@ class MarginalDSS(Score):
             raise ValidationError(f"MarginalDSS index i must be < n = {n}; got {self.i}")
         return [self]
 
+    def _coords(self, n: int) -> slice | list[int]:
+        if self.i is None:
+            return slice(None)
+        if self.i >= n:
+            raise ValidationError(f"MarginalDSS index i must be < n = {n}; got {self.i}")
+        return [self.i]
+
     def member_values(self, P: Prior, x: ArrayLike, n: int) -> NDArray[np.float64]:
         """Every :math:`D_i(P, x)` of the family at once (vectorised over i)."""
         if self.i is not None:
             return super().member_values(P, x, n)
+        return _dss_values(P.mean(), P.marginal_var(), as_dataset(x))
+
+    def member_losses(self, prior: Prior, post: Prior, x: ArrayLike, n: int) -> NDArray[np.float64]:
+        r""":math:`D_i(Q, x) - D_i(Q_T, x)` for every member, as
+        :math:`\log(\sigma_i^2/\sigma_{T,i}^2) + (z_i - z_{T,i})(z_i + z_{T,i})` with the
+        standardised errors :math:`z = (x_i - \mu_i)/\sigma_i`: no cancellation of two large
+        log-variances (e.g. σ² = 1e308) and no overflow of :math:`(x_i - \mu_i)^2`. A zero
+        variance gives the ±∞ scores of :meth:`__call__` and the ∞ − ∞ = 0 convention."""
         xs = as_dataset(x)
-        d2 = (xs - P.mean()) ** 2
-        var = P.marginal_var()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.log(var) + d2 / var
-        degenerate = np.where(d2 <= _point_tol(xs) ** 2, -np.inf, np.inf)
-        return np.where(var > 0.0, out, degenerate)
+        idx = self._coords(xs.shape[0])
+        var_q, var_t = prior.marginal_var()[idx], post.marginal_var()[idx]
+        xi = xs[idx]
+        d_q, d_t = xi - prior.mean()[idx], xi - post.mean()[idx]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            z_q = d_q / np.sqrt(var_q)
+            z_t = d_t / np.sqrt(var_t)
+            ratio = var_q / var_t
+            log_ratio = np.where(
+                np.isfinite(ratio) & (ratio > 0.0), np.log(ratio), np.log(var_q) - np.log(var_t)
+            )
+            regular = log_ratio + (z_q - z_t) * (z_q + z_t)
+        both = (var_q > 0.0) & (var_t > 0.0)
+        if both.all():
+            return np.asarray(regular, dtype=np.float64)
+        fallback = score_differences(
+            _dss_values(prior.mean()[idx], var_q, xi), _dss_values(post.mean()[idx], var_t, xi)
+        )
+        return np.where(both, regular, fallback)
 
     def __call__(self, P: Prior, x: ArrayLike) -> float:
         if self.i is None:
@@ -112,12 +152,10 @@ class MarginalDSS(Score):
         xs = as_dataset(x)
         if self.i >= xs.shape[0]:
             raise ValidationError(f"MarginalDSS index i must be < n = {xs.shape[0]}; got {self.i}")
-        mu = float(P.mean()[self.i])
-        var = float(P.marginal_var()[self.i])
-        d2 = (float(xs[self.i]) - mu) ** 2
-        if var <= 0.0:  # the belief knows x_i: right (within rounding) or wrong
-            return -np.inf if d2 <= float(_point_tol(xs[self.i])) ** 2 else np.inf
-        return float(np.log(var) + d2 / var)
+        i = self.i
+        return float(
+            _dss_values(P.mean()[i : i + 1], P.marginal_var()[i : i + 1], xs[i : i + 1])[0]
+        )
 
     def describe(self) -> dict[str, Any]:
         return {"score": "MarginalDSS", "i": self.i}

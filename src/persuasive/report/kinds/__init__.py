@@ -31,7 +31,17 @@ from typing import Any, ClassVar, Protocol
 
 from persuasive.errors import ValidationError
 
-__all__ = ["KINDS", "Body", "Kind", "Publication", "file_facts", "kind_of", "need", "number", "one_file"]
+__all__ = [
+    "KINDS",
+    "Body",
+    "Kind",
+    "Publication",
+    "file_facts",
+    "kind_of",
+    "need",
+    "number",
+    "one_file",
+]
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,11 @@ class LinearKind:
         for i, s in enumerate(stats):
             at = {"claim": s}
             triples.append(
-                (need(at, "claim.name", str), need(at, "claim.kind", str), need(at, "claim.where", str))
+                (
+                    need(at, "claim.name", str),
+                    need(at, "claim.kind", str),
+                    need(at, "claim.where", str),
+                )
             )
         withheld = need(doc, f"{mech}.withheld", list)
         noise = need(doc, f"{mech}.noise", dict, optional=True)
@@ -154,9 +158,7 @@ class LinearKind:
                 "mechanism": {
                     "type": "linear_statistics",
                     "value": p.value,
-                    "statistics": [
-                        {"name": a, "kind": b, "where": c} for a, b, c in p.statistics
-                    ],
+                    "statistics": [{"name": a, "kind": b, "where": c} for a, b, c in p.statistics],
                     "withheld": list(p.withheld),
                     "noise": None
                     if p.noise_sd is None

@@ -109,7 +109,9 @@ class MarginsKind:
         try:
             payload = (pub, *mc.publication_table(pub, p.h, list(p.margins)))
         except PersuasiveError as exc:
-            problems.append(f"publication: inconsistent with the claim: {' '.join(str(exc).split())}")
+            problems.append(
+                f"publication: inconsistent with the claim: {' '.join(str(exc).split())}"
+            )
         return Publication(used, facts, problems, payload)
 
     def certify(self, p: MarginsParams, publication: Publication | None = None) -> Body:

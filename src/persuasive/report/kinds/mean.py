@@ -106,7 +106,11 @@ class MeanKind:
     def claim(self, p: MeanParams) -> dict[str, Any]:
         mech: dict[str, Any] = {"type": "exact_mean"}
         if p.noise_sd is not None:
-            mech = {"type": "chain", "first": mech, "post": {"type": "gaussian", "sigma": p.noise_sd}}
+            mech = {
+                "type": "chain",
+                "first": mech,
+                "post": {"type": "gaussian", "sigma": p.noise_sd},
+            }
         priors: dict[str, Any] = {"class": "gaussian_mean", "r1": p.r1, "r2": p.r2}
         if p.max_mean_sd is not None:
             priors["max_mean_sd"] = p.max_mean_sd
@@ -170,7 +174,9 @@ class MeanKind:
 
             doc, twice = loads(path.read_text(encoding="utf-8"), source=f"published '{name}'")
             if twice or set(doc) != {"mean"}:
-                problems.append(f"publication: {name} must hold exactly {{\"mean\": m}}; got keys {sorted(doc)}")
+                problems.append(
+                    f'publication: {name} must hold exactly {{"mean": m}}; got keys {sorted(doc)}'
+                )
             m = doc.get("mean")
             if isinstance(m, bool) or not isinstance(m, (int, float)) or not math.isfinite(m):
                 problems.append(f"publication: the published mean is {m!r}, not a finite number")
@@ -185,11 +191,15 @@ class MeanKind:
                 f"{[p.group, 'mean']}"
             )
         dtype = frame.collect_schema()["mean"]
-        stats = frame.select(
-            pl.len().alias("n"),
-            pl.col(p.group).n_unique().alias("groups"),
-            (~real_expr("mean", dtype).is_finite()).fill_null(True).sum().alias("bad"),
-        ).collect().row(0, named=True)
+        stats = (
+            frame.select(
+                pl.len().alias("n"),
+                pl.col(p.group).n_unique().alias("groups"),
+                (~real_expr("mean", dtype).is_finite()).fill_null(True).sum().alias("bad"),
+            )
+            .collect()
+            .row(0, named=True)
+        )
         if stats["bad"]:
             problems.append(f"publication: {stats['bad']} published mean(s) are not finite numbers")
         if stats["groups"] != stats["n"]:

@@ -88,7 +88,9 @@ class TableKind:
         h = need(doc, "claim.spec.mechanism.h", int)
         scores = need(doc, "claim.spec.definition.scores", list)
         if len(scores) != 1 or not isinstance(scores[0], Mapping):
-            raise ValidationError(f"claim.spec.definition.scores: must be one score; got {scores!r:.60}")
+            raise ValidationError(
+                f"claim.spec.definition.scores: must be one score; got {scores!r:.60}"
+            )
         r = need({"claim": scores[0]}, "claim.r", int)
         try:
             receiver = receiver_from_dict(need(doc, "claim.receiver", dict))
@@ -164,14 +166,23 @@ class TableKind:
         counts = count_expr(p.count, dtype)
         raw = frame.with_row_index(ROW)
         key = pl.struct(list(p.keys)) if len(p.keys) > 1 else pl.col(p.keys[0])
-        stats = raw.select(
-            pl.len().alias("n"),
-            pl.col(p.count).is_null().sum().alias("suppressed"),
-            key.n_unique().alias("unique"),
-            pl.col(ROW).filter(counts.is_not_null() & (counts < p.h)).first().alias("below"),
-            *(pl.col(ROW).filter(c.fails & pl.col(p.count).is_not_null()).first().alias(f"bad{i}")
-              for i, c in enumerate(checks)),
-        ).collect().row(0, named=True)
+        stats = (
+            raw.select(
+                pl.len().alias("n"),
+                pl.col(p.count).is_null().sum().alias("suppressed"),
+                key.n_unique().alias("unique"),
+                pl.col(ROW).filter(counts.is_not_null() & (counts < p.h)).first().alias("below"),
+                *(
+                    pl.col(ROW)
+                    .filter(c.fails & pl.col(p.count).is_not_null())
+                    .first()
+                    .alias(f"bad{i}")
+                    for i, c in enumerate(checks)
+                ),
+            )
+            .collect()
+            .row(0, named=True)
+        )
         if stats["below"] is not None:
             row = raw.filter(pl.col(ROW) == stats["below"]).collect().row(0, named=True)
             where = ", ".join(f"{k}={row[k]!r}" for k in p.keys)

@@ -1,0 +1,257 @@
+"""What every command shares: options, their checks, progress, printing.
+
+Options are declared once here (``Annotated`` types) and reused by every command; values with
+a domain are checked through :mod:`persuasive._domains` (:func:`checked`), whose description
+is also the option's help text, so ``--help``, the error and the Python API say the same thing.
+Heavy modules (rich, numpy, polars, the library) are imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = [
+    "DataArg",
+    "ForceOpt",
+    "JsonOpt",
+    "OutOpt",
+    "QuietOpt",
+    "ReportOpt",
+    "checked",
+    "emit_json",
+    "num",
+    "print_pairs",
+    "progress",
+    "stdout",
+    "stop_progress",
+]
+
+
+def domain(name: str) -> str:
+    """The allowed values of a command-line parameter (for ``--help``)."""
+    from persuasive import _domains as dm
+
+    return str(dm.describe(name))
+
+
+def checked(option: str, value: Any) -> Any:
+    """``value`` checked against the declared domain of ``option`` (None passes through)."""
+    if value is None:
+        return None
+    from persuasive import _domains as dm
+
+    return dm.check(option, value)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared options
+# --------------------------------------------------------------------------------------------
+
+DataArg = Annotated[
+    Path, typer.Argument(help="The data: a .csv or .parquet file.", show_default=False)
+]
+OutOpt = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        help="Output folder: new or empty (or, with --force, one persuasive wrote).",
+        show_default=False,
+    ),
+]
+ReportOpt = Annotated[
+    bool, typer.Option("--report", help="Also write the HTML/Markdown report into OUT/report/.")
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace an output folder persuasive wrote (never one with other files in it).",
+    ),
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+FormatOpt = Annotated[
+    str | None,
+    typer.Option("--format", help="csv or parquet (default: as the input).", show_default=False),
+]
+SeedOpt = Annotated[
+    int | None,
+    typer.Option("--seed", help="Random seed: an integer >= 0.", show_default=False),
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------
+
+
+def stdout() -> Any:
+    """A rich console on standard output (200 columns when it is not a terminal)."""
+    from rich.console import Console
+
+    console = Console(highlight=False, soft_wrap=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 200
+    return console
+
+
+def num(x: Any) -> str:
+    """A number for a table: 6 significant digits, ``inf``, ``-`` for None."""
+    if x is None:
+        return "-"
+    if isinstance(x, str):
+        return x
+    x = float(x)
+    return "inf" if math.isinf(x) else f"{x:.6g}"
+
+
+def print_pairs(rows: Sequence[tuple[str, str]], title: str) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    for key, val in rows:
+        table.add_row(key, Text(val))
+    stdout().print(table)
+
+
+def emit_json(payload: Any) -> None:
+    """Print strict JSON (an infinite κ is the string ``"inf"``)."""
+    from persuasive.report.certificate import canonical
+
+    typer.echo(json.dumps(canonical(payload), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+#: The progress bars being shown, stopped before an error line is printed.
+_LIVE: list[Any] = []
+
+
+def stop_progress() -> None:
+    while _LIVE:
+        _LIVE.pop().stop()
+
+
+@contextmanager
+def progress(steps: Sequence[str], quiet: bool) -> Iterator[Callable[[str], None]]:
+    """A rich progress bar over named steps (standard error, terminals only); ``step(name)``
+    marks the start of a step. Unknown names are shown as they come."""
+    if quiet:
+        yield lambda _name: None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(stderr=True)
+    bar = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description:<42}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+    with bar:
+        _LIVE.append(bar)
+        task = bar.add_task(steps[0] if steps else "", total=len(steps))
+        done: set[str] = set()
+
+        def step(name: str) -> None:
+            if done:
+                bar.advance(task)
+            done.add(name)
+            bar.update(task, description=name)
+
+        try:
+            yield step
+            bar.update(task, completed=len(steps))
+        finally:
+            if bar in _LIVE:
+                _LIVE.remove(bar)
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing option text
+# --------------------------------------------------------------------------------------------
+
+
+def pair(option: str, text: str | None) -> tuple[float, float] | None:
+    """``"LO:HI"`` -> (LO, HI), checked against the option's domain."""
+    if text is None:
+        return None
+    from persuasive.errors import ValidationError
+
+    parts = text.split(":")
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        lo, hi = float(parts[0]), float(parts[1])
+    except ValueError:
+        raise ValidationError(
+            f"{option} must be LO:HI, two numbers separated by a colon (e.g. 1:40); got {text!r}"
+        ) from None
+    return checked(option, (lo, hi))  # type: ignore[no-any-return]
+
+
+def receiver(
+    alpha: float | None,
+    poisson_mean: str | None,
+    negbin_mean: str | None,
+    negbin_size: float | None,
+) -> Any:
+    """The Receiver model of a table release, from exactly one of its three options."""
+    from persuasive.classes import receivers
+    from persuasive.errors import ValidationError
+
+    given = [
+        name
+        for name, val in (
+            ("--alpha", alpha),
+            ("--poisson-mean", poisson_mean),
+            ("--negbin-mean", negbin_mean),
+        )
+        if val is not None
+    ]
+    if len(given) != 1:
+        raise ValidationError(
+            "state the Receiver with exactly one of --alpha A, --poisson-mean LO:HI or "
+            f"--negbin-mean LO:HI (with --negbin-size S); got {', '.join(given) or 'none'}"
+        )
+    if (negbin_size is not None) != (negbin_mean is not None):
+        raise ValidationError("--negbin-mean LO:HI and --negbin-size S go together; give both")
+    if alpha is not None:
+        return receivers.SmallCellReceiver(checked("--alpha", alpha))
+    if poisson_mean is not None:
+        lo, hi = pair("--poisson-mean", poisson_mean) or (0.0, 0.0)
+        return receivers.PoissonReceiver(lo, hi)
+    lo, hi = pair("--negbin-mean", negbin_mean) or (0.0, 0.0)
+    return receivers.NegativeBinomialReceiver(lo, hi, checked("--negbin-size", negbin_size))
+
+
+def key_list(keys: str) -> list[str]:
+    from persuasive.errors import ValidationError
+
+    out = [k.strip() for k in keys.split(",") if k.strip()]
+    if not out:
+        raise ValidationError(
+            f"--keys must name at least one key column, comma-separated; got {keys!r}"
+        )
+    return out

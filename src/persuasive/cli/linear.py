@@ -1,0 +1,266 @@
+"""``persuasive release linear``: linear statistics of one column, certified or refused.
+
+Names every individual the statistics expose and the combination that reveals them; nothing is
+written then. Exit status 0 when the guarantee holds, 1 when the release is not private (someone
+is exposed, or κ is above the target), 2 bad input, 3 an internal error.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from persuasive.cli import _common as c
+from persuasive.cli._common import (
+    DataArg,
+    ForceOpt,
+    JsonOpt,
+    OutOpt,
+    QuietOpt,
+    ReportOpt,
+    SeedOpt,
+    checked,
+)
+from persuasive.cli.release import _finish, _folder, app
+
+
+def parse_statistic(text: str) -> Any:
+    """``"NAME:KIND:WHERE"`` (WHERE may itself hold colons) -> a Statistic.
+
+    >>> parse_statistic("all_but_17:mean:row_id != 17")
+    Statistic(name='all_but_17', kind='mean', where='row_id != 17')
+    """
+    from persuasive.errors import ValidationError
+    from persuasive.release.statistics import Statistic
+
+    parts = text.split(":", 2)
+    if len(parts) != 3 or not all(p.strip() for p in parts):
+        raise ValidationError(
+            f"--stat must be NAME:KIND:WHERE (e.g. 'overall:mean:true'); got {text!r}"
+        )
+    return Statistic(parts[0].strip(), parts[1].strip(), parts[2].strip())
+
+
+def read_statistics(path: str | Path) -> list[Any]:
+    """Read ``[[statistics]]`` tables (keys ``name``, ``kind``, optional ``where``) from TOML."""
+    from persuasive.errors import ValidationError
+    from persuasive.release.statistics import Statistic
+
+    p = Path(path)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValidationError(f"--stats '{p}': cannot read it as TOML ({exc})") from None
+    items = doc.get("statistics")
+    unknown = sorted(set(doc) - {"statistics"})
+    if unknown or not isinstance(items, list) or not items:
+        raise ValidationError(
+            f"--stats '{p}': expected [[statistics]] tables with keys name, kind, where"
+            + (f"; unknown keys {unknown}" if unknown else "")
+        )
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not {"name", "kind"} <= set(item) <= {
+            "name",
+            "kind",
+            "where",
+        }:
+            raise ValidationError(
+                f"--stats '{p}': statistics[{i}] must have keys name, kind and optionally where; got {item!r:.80}"
+            )
+        out.append(Statistic(item["name"], item["kind"], item.get("where", "true")))
+    return out
+
+
+def _statistics_table(release: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="Statistics", title_justify="left")
+    for col in ("name", "kind", "where", "value"):
+        table.add_column(col, overflow="fold")
+    values = {row["name"]: row["value"] for row in release.values.iter_rows(named=True)}
+    withheld = {s.name for s in release.withheld}
+    for s in release.statistics:
+        if s.name in withheld:
+            shown = "withheld"
+        elif release.refused:
+            shown = "not released"
+        else:
+            shown = repr(values[s.name])
+        table.add_row(Text(s.name), s.kind, Text(s.where), shown)
+    c.stdout().print(table)
+
+
+@app.command("linear")
+def linear_cmd(
+    data: DataArg,
+    out: OutOpt,
+    value: Annotated[str, typer.Option("--value", help="The numeric column.", show_default=False)],
+    r1: Annotated[float, typer.Option("--r1", help="Receivers: statistic-error bound r1 > 0.")],
+    r2: Annotated[float, typer.Option("--r2", help="Receivers: correlation bound r2 > 1.")],
+    stat: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--stat",
+            help="NAME:KIND:WHERE, KIND mean or sum, WHERE a SQL condition (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    stats: Annotated[
+        Path | None,
+        typer.Option(
+            "--stats",
+            help="A TOML file of \\[\\[statistics]] tables (name, kind, where).",
+            show_default=False,
+        ),
+    ] = None,
+    noise_sd: Annotated[
+        float | None,
+        typer.Option(
+            "--noise-sd", help="Gaussian noise sd on every statistic (> 0).", show_default=False
+        ),
+    ] = None,
+    target_kappa: Annotated[
+        float | None,
+        typer.Option(
+            "--target-kappa",
+            help="Calibrate the noise (or, with --withhold, drop statistics) to meet κ.",
+            show_default=False,
+        ),
+    ] = None,
+    withhold: Annotated[
+        bool, typer.Option("--withhold", help="Withhold statistics greedily instead of noise.")
+    ] = False,
+    delta: Annotated[
+        float | None,
+        typer.Option(
+            "--delta", help="Failure probability (default 0; 0.05 with noise).", show_default=False
+        ),
+    ] = None,
+    max_stat_sd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-stat-sd",
+            help="Receivers: prior sd of the statistics at most V (> 0).",
+            show_default=False,
+        ),
+    ] = None,
+    seed: SeedOpt = None,
+    format_: Annotated[
+        str, typer.Option("--format", help="Format of the released statistics: csv or parquet.")
+    ] = "csv",
+    report: ReportOpt = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Release linear statistics (means and sums over subsets) of a column, or refuse.
+
+    Names every individual the statistics expose and the combination that reveals them.
+    Exit 0 when the guarantee holds, 1 when the release is not private, 2 on bad input.
+    """
+    from persuasive.errors import ValidationError
+    from persuasive.files import reading as rd
+    from persuasive.release.linear import release_linear
+    from persuasive.release.pipeline import table_format_of
+
+    folder = _folder(out, force, data, "linear")
+    fmt = table_format_of(None, format_)
+    r1, r2 = checked("--r1", r1), checked("--r2", r2)
+    noise_sd, target_kappa = (
+        checked("--noise-sd", noise_sd),
+        checked("--target-kappa", target_kappa),
+    )
+    delta, max_stat_sd, seed = (
+        checked("--delta", delta),
+        checked("--max-stat-sd", max_stat_sd),
+        checked("--seed", seed),
+    )
+    if noise_sd is not None and (target_kappa is not None or withhold):
+        raise ValidationError(
+            "--noise-sd fixes the noise; leave it out with --target-kappa or --withhold"
+        )
+    statistics = [parse_statistic(s) for s in stat or []]
+    if stats is not None:
+        statistics += read_statistics(stats)
+    if not statistics:
+        raise ValidationError(
+            "give the statistics: --stat NAME:KIND:WHERE (repeatable) or --stats FILE.toml"
+        )
+    with c.progress(
+        ("read", "release", "write", "certify", "report", "verify"), quiet or json_
+    ) as step:
+        step("read")
+        frame = rd.scan(data, text=[value], infer=True).collect()
+        step("release")
+        release = release_linear(
+            frame,
+            value=value,
+            statistics=statistics,
+            r1=r1,
+            r2=r2,
+            noise_sd=noise_sd,
+            target_kappa=target_kappa,
+            withhold=withhold,
+            delta=delta,
+            max_stat_sd=max_stat_sd,
+            rng=seed,
+        )
+        if release.refused:
+            c.stop_progress()
+            if json_:
+                c.emit_json(
+                    {
+                        "kind": "linear",
+                        "holds": False,
+                        "refused": True,
+                        "files": {},
+                        "exposed": [
+                            {"row_id": e.row_id, "combination": e.combination, "text": e.describe()}
+                            for e in release.exposed
+                        ],
+                        "guarantee": release.statement(),
+                    }
+                )
+            else:
+                _statistics_table(release)
+                console = c.stdout()
+                for e in release.exposed:
+                    console.print(
+                        f"EXPOSED: {e.describe()} (κ = inf: this combination is their value)",
+                        markup=False,
+                    )
+                console.print(
+                    f"NOT released (nothing written): {release.statement()}", markup=False
+                )
+            raise typer.Exit(1)
+        if not json_:
+            _statistics_table(release)
+        notes = [f"calibrated: {release.calibrated}"] if release.calibrated else []
+        rows = [
+            ("input", str(data)),
+            ("Receivers", f"linear Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
+            (
+                "noise",
+                "none (exact)"
+                if release.noise_sd is None
+                else f"gaussian, sd {c.num(release.noise_sd)}",
+            ),
+        ]
+        status = _finish(
+            release,
+            folder,
+            rows,
+            fmt=fmt,
+            report=report,
+            target=target_kappa,
+            json_=json_,
+            step=step,
+            notes=notes,
+            extra={"withheld": [s.name for s in release.withheld], "refused": False},
+        )
+    raise typer.Exit(status)
