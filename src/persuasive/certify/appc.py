@@ -22,6 +22,7 @@ that x can produce. A loss :math:`+\infty` contributes :math:`f'(\infty)` (1/2 f
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from numpy.typing import NDArray
 from scipy import stats
 from scipy.special import logsumexp
 
-from persuasive.certify._rounding import above
+from persuasive.certify._rounding import above, div_up, up
 from persuasive.certify.prop6 import finite_matrix, finite_pairs, loss_table_up
 from persuasive.certify.registry import Bound, Theorem, all_of, score_names
 from persuasive.classes import NeighbourPriors
@@ -176,7 +177,12 @@ class AppC(Theorem):
         # persuasive.certify._rounding), so that holds never follows from rounding
         if isinstance(mechanism, GaussianMechanism):
             k = gaussian_risk(mechanism.sigma, kind, alpha)
-            k = above(k, abs(k) * (1.0 + alpha) + 1.0)
+            if kind in ("kl", "renyi"):  # alpha / (2 sigma^2): rational, rounded up exactly
+                k = div_up(alpha if kind == "renyi" else 1.0, 2.0 * mechanism.sigma**2)
+                if Fraction(2.0 * mechanism.sigma**2) != 2 * Fraction(mechanism.sigma) ** 2:
+                    k = up(k, 2)  # sigma^2 itself was rounded
+            else:
+                k = above(k, abs(k) * (1.0 + alpha) + 1.0)
         elif isinstance(mechanism, LaplaceMechanism):
             k = laplace_risk(mechanism.scale, kind, alpha)
             k = above(k, _laplace_magnitude(mechanism.scale, kind, alpha, k))

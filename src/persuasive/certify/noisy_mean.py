@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from persuasive.certify._rounding import above
 from persuasive.certify.prop7 import _n_of
 from persuasive.certify.registry import (
     THEOREMS,
@@ -156,7 +157,8 @@ def gaussian_noise_kappa(
     upper = -np.log1p(-c * g_hi) + tail_threshold(np.array(a), g_lo, g_hi, delta) ** 2
     inner = pts[pts < 1.0]
     point = -np.log1p(-c * inner) + tail_threshold(np.array(a), inner, inner, delta) ** 2
-    return float(upper.max()), float(point.max())
+    best = float(upper.max())
+    return above(best, abs(best)), float(point.max())  # the last additions, rounded up
 
 
 def noise_of(mechanism: Mechanism) -> Mechanism | None:
