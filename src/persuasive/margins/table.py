@@ -241,10 +241,15 @@ class MarginTable:
                     if arr.size == own[m].size
                     else None
                 )
-                where = "" if diff is None or diff.size == 0 else f" at index {tuple(diff[0])}"
+                where = (
+                    ""
+                    if diff is None or diff.size == 0
+                    else f" at index {tuple(int(i) for i in diff[0])}"
+                )
+                shown = [int(x) if float(x).is_integer() else float(x) for x in arr.ravel()]
                 raise ValidationError(
                     f"totals[{key!r}]: margins do not add up to the table{where}: published "
-                    f"{arr.tolist()}, sums of counts {own[m].tolist()}"
+                    f"{shown}, sums of counts {[int(x) for x in own[m].ravel()]}"
                 )
 
     # ------------------------------------------------------------------ views

@@ -144,15 +144,20 @@ def _ints(frame: pl.DataFrame, col: str) -> pl.Series:
 
 
 def read_frame(path: Path) -> pl.DataFrame:
-    """A published CSV (every column as text) or Parquet file."""
+    """A published CSV (every column as text) or Parquet file (a column named twice refused)."""
+    from persuasive.files.reading import header
+
     suffix = path.suffix.lower()
+    if suffix in (".csv", ".parquet", ".pq"):
+        header(path, role="published file")
     try:
         if suffix == ".csv":
             return pl.read_csv(path, infer_schema=False)
         if suffix in (".parquet", ".pq"):
             return pl.read_parquet(path)
     except (pl.exceptions.PolarsError, OSError) as exc:
-        raise ValidationError(f"cannot read published file '{path}': {exc}") from None
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ValidationError(f"cannot read published file '{path}': {first}") from None
     raise ValidationError(f"published file '{path}' must be .csv or .parquet")
 
 
