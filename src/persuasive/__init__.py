@@ -10,106 +10,284 @@ data release lets a Bayes-rational Receiver learn, measured by a proper privacy 
 (True, 2.386294, 'Prop 7 (Bon et al. 2026)')
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from persuasive.audit import audit
-from persuasive.bayes import log_evidence, posterior
-from persuasive.certify import certify
-from persuasive.classes import (
-    FiniteClass,
-    GaussianMeanClass,
-    NeighbourPriors,
-    PriorClass,
-    SmallCellClass,
-)
-from persuasive.definitions import (
-    FDivergence,
-    Mean,
-    PersuasivePrivacy,
-    PersuasivePrivacyExpectation,
-    Renyi,
-    probabilistic_dp,
-    pure_dp,
-    renyi_dp,
-)
-from persuasive.errors import PersuasiveError, UnsupportedCombinationError, ValidationError
-from persuasive.loss import relative_loss
-from persuasive.mechanisms import (
-    CellSuppression,
-    Chain,
-    Composition,
-    ExactMean,
-    FiniteKernel,
-    GaussianMechanism,
-    GeometricMechanism,
-    Joint,
-    LaplaceMechanism,
-    LinearStatistic,
-    Mechanism,
-    RandomizedResponse,
-)
-from persuasive.mechanisms.composed import ComposedRelease as ComposedRelease
-from persuasive.mechanisms.linear import LinearGaussian
-from persuasive.priors import (
-    DiscretePrior,
-    GaussianPrior,
-    IndependentCellsPrior,
-    Prior,
-    TwoPointPrior,
-)
-from persuasive.profile import profile
-from persuasive.results import Audit, Certificate, Witness
-from persuasive.scores import *  # noqa: F403
-from persuasive.scores import __all__ as _score_names
+import importlib
+import sys
+import types
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("persuasive-privacy")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
-__all__ = [
-    "Audit",
-    "CellSuppression",
-    "Certificate",
-    "Chain",
-    "Composition",
-    "DiscretePrior",
-    "ExactMean",
-    "FDivergence",
-    "FiniteClass",
-    "FiniteKernel",
-    "GaussianMeanClass",
-    "GaussianMechanism",
-    "GaussianPrior",
-    "GeometricMechanism",
-    "IndependentCellsPrior",
-    "Joint",
-    "LaplaceMechanism",
-    "LinearGaussian",
-    "LinearStatistic",
-    "Mean",
-    "Mechanism",
-    "NeighbourPriors",
-    "PersuasiveError",
-    "PersuasivePrivacy",
-    "PersuasivePrivacyExpectation",
-    "Prior",
-    "PriorClass",
-    "RandomizedResponse",
-    "Renyi",
-    "SmallCellClass",
-    "TwoPointPrior",
-    "UnsupportedCombinationError",
-    "ValidationError",
-    "Witness",
-    "audit",
-    "certify",
-    "log_evidence",
-    "posterior",
-    "probabilistic_dp",
-    "profile",
-    "pure_dp",
-    "relative_loss",
-    "renyi_dp",
-    *_score_names,
-]
+#: Every public name and the module that defines it. Importing ``persuasive`` imports none of
+#: them: each is loaded on first access (PEP 562), so that ``persuasive --help`` starts fast.
+_EXPORTS: dict[str, str] = {
+    "audit": "persuasive.audit",
+    "log_evidence": "persuasive.bayes",
+    "posterior": "persuasive.bayes",
+    "certify": "persuasive.certify",
+    "FiniteClass": "persuasive.classes",
+    "GaussianMeanClass": "persuasive.classes",
+    "NeighbourPriors": "persuasive.classes",
+    "PriorClass": "persuasive.classes",
+    "SmallCellClass": "persuasive.classes",
+    "FDivergence": "persuasive.definitions",
+    "Mean": "persuasive.definitions",
+    "PersuasivePrivacy": "persuasive.definitions",
+    "PersuasivePrivacyExpectation": "persuasive.definitions",
+    "Renyi": "persuasive.definitions",
+    "probabilistic_dp": "persuasive.definitions",
+    "pure_dp": "persuasive.definitions",
+    "renyi_dp": "persuasive.definitions",
+    "PersuasiveError": "persuasive.errors",
+    "UnsupportedCombinationError": "persuasive.errors",
+    "ValidationError": "persuasive.errors",
+    "relative_loss": "persuasive.loss",
+    "CellSuppression": "persuasive.mechanisms",
+    "Chain": "persuasive.mechanisms",
+    "Composition": "persuasive.mechanisms",
+    "ExactMean": "persuasive.mechanisms",
+    "FiniteKernel": "persuasive.mechanisms",
+    "GaussianMechanism": "persuasive.mechanisms",
+    "GeometricMechanism": "persuasive.mechanisms",
+    "Joint": "persuasive.mechanisms",
+    "LaplaceMechanism": "persuasive.mechanisms",
+    "LinearStatistic": "persuasive.mechanisms",
+    "Mechanism": "persuasive.mechanisms",
+    "RandomizedResponse": "persuasive.mechanisms",
+    "ComposedRelease": "persuasive.mechanisms.composed",
+    "LinearGaussian": "persuasive.mechanisms.linear",
+    "DiscretePrior": "persuasive.priors",
+    "GaussianPrior": "persuasive.priors",
+    "IndependentCellsPrior": "persuasive.priors",
+    "Prior": "persuasive.priors",
+    "TwoPointPrior": "persuasive.priors",
+    "profile": "persuasive.profile",
+    "Audit": "persuasive.results",
+    "Certificate": "persuasive.results",
+    "Witness": "persuasive.results",
+    "BrierScore": "persuasive.scores",
+    "DawidSebastiani": "persuasive.scores",
+    "FinitePrivacyFunction": "persuasive.scores",
+    "InducedScore": "persuasive.scores",
+    "IntervalPrivacyFunction": "persuasive.scores",
+    "IntervalScore": "persuasive.scores",
+    "LogPrivacyFunction": "persuasive.scores",
+    "LogScore": "persuasive.scores",
+    "MarginalDSS": "persuasive.scores",
+    "PrivacyFunction": "persuasive.scores",
+    "ProperCheck": "persuasive.scores",
+    "ProperCounterexample": "persuasive.scores",
+    "Score": "persuasive.scores",
+    "ScorePrivacyFunction": "persuasive.scores",
+    "SmallCellLogScore": "persuasive.scores",
+    "SphericalScore": "persuasive.scores",
+    "check_properness": "persuasive.scores",
+    "interval_bayes_act": "persuasive.scores",
+    "privacy_function_from_score": "persuasive.scores",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+class _Package(types.ModuleType):
+    """The ``persuasive`` module object: importing the subpackage ``persuasive.certify`` (or
+    ``audit``, ``profile``) must not replace the function ``persuasive.certify`` of the same
+    name, which is what the import system does by setting the parent's attribute."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name, "").startswith(
+            f"{__name__}.{name}"
+        ):
+            return  # keep resolving the public name, not the submodule
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'persuasive' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from persuasive.audit import audit as audit
+    from persuasive.bayes import log_evidence as log_evidence
+    from persuasive.bayes import posterior as posterior
+    from persuasive.certify import certify as certify
+    from persuasive.classes import (
+        FiniteClass as FiniteClass,
+    )
+    from persuasive.classes import (
+        GaussianMeanClass as GaussianMeanClass,
+    )
+    from persuasive.classes import (
+        NeighbourPriors as NeighbourPriors,
+    )
+    from persuasive.classes import (
+        PriorClass as PriorClass,
+    )
+    from persuasive.classes import (
+        SmallCellClass as SmallCellClass,
+    )
+    from persuasive.definitions import (
+        FDivergence as FDivergence,
+    )
+    from persuasive.definitions import (
+        Mean as Mean,
+    )
+    from persuasive.definitions import (
+        PersuasivePrivacy as PersuasivePrivacy,
+    )
+    from persuasive.definitions import (
+        PersuasivePrivacyExpectation as PersuasivePrivacyExpectation,
+    )
+    from persuasive.definitions import (
+        Renyi as Renyi,
+    )
+    from persuasive.definitions import (
+        probabilistic_dp as probabilistic_dp,
+    )
+    from persuasive.definitions import (
+        pure_dp as pure_dp,
+    )
+    from persuasive.definitions import (
+        renyi_dp as renyi_dp,
+    )
+    from persuasive.errors import (
+        PersuasiveError as PersuasiveError,
+    )
+    from persuasive.errors import (
+        UnsupportedCombinationError as UnsupportedCombinationError,
+    )
+    from persuasive.errors import (
+        ValidationError as ValidationError,
+    )
+    from persuasive.loss import relative_loss as relative_loss
+    from persuasive.mechanisms import (
+        CellSuppression as CellSuppression,
+    )
+    from persuasive.mechanisms import (
+        Chain as Chain,
+    )
+    from persuasive.mechanisms import (
+        Composition as Composition,
+    )
+    from persuasive.mechanisms import (
+        ExactMean as ExactMean,
+    )
+    from persuasive.mechanisms import (
+        FiniteKernel as FiniteKernel,
+    )
+    from persuasive.mechanisms import (
+        GaussianMechanism as GaussianMechanism,
+    )
+    from persuasive.mechanisms import (
+        GeometricMechanism as GeometricMechanism,
+    )
+    from persuasive.mechanisms import (
+        Joint as Joint,
+    )
+    from persuasive.mechanisms import (
+        LaplaceMechanism as LaplaceMechanism,
+    )
+    from persuasive.mechanisms import (
+        LinearStatistic as LinearStatistic,
+    )
+    from persuasive.mechanisms import (
+        Mechanism as Mechanism,
+    )
+    from persuasive.mechanisms import (
+        RandomizedResponse as RandomizedResponse,
+    )
+    from persuasive.mechanisms.composed import ComposedRelease as ComposedRelease
+    from persuasive.mechanisms.linear import LinearGaussian as LinearGaussian
+    from persuasive.priors import (
+        DiscretePrior as DiscretePrior,
+    )
+    from persuasive.priors import (
+        GaussianPrior as GaussianPrior,
+    )
+    from persuasive.priors import (
+        IndependentCellsPrior as IndependentCellsPrior,
+    )
+    from persuasive.priors import (
+        Prior as Prior,
+    )
+    from persuasive.priors import (
+        TwoPointPrior as TwoPointPrior,
+    )
+    from persuasive.profile import profile as profile
+    from persuasive.results import Audit as Audit
+    from persuasive.results import Certificate as Certificate
+    from persuasive.results import Witness as Witness
+    from persuasive.scores import (
+        BrierScore as BrierScore,
+    )
+    from persuasive.scores import (
+        DawidSebastiani as DawidSebastiani,
+    )
+    from persuasive.scores import (
+        FinitePrivacyFunction as FinitePrivacyFunction,
+    )
+    from persuasive.scores import (
+        InducedScore as InducedScore,
+    )
+    from persuasive.scores import (
+        IntervalPrivacyFunction as IntervalPrivacyFunction,
+    )
+    from persuasive.scores import (
+        IntervalScore as IntervalScore,
+    )
+    from persuasive.scores import (
+        LogPrivacyFunction as LogPrivacyFunction,
+    )
+    from persuasive.scores import (
+        LogScore as LogScore,
+    )
+    from persuasive.scores import (
+        MarginalDSS as MarginalDSS,
+    )
+    from persuasive.scores import (
+        PrivacyFunction as PrivacyFunction,
+    )
+    from persuasive.scores import (
+        ProperCheck as ProperCheck,
+    )
+    from persuasive.scores import (
+        ProperCounterexample as ProperCounterexample,
+    )
+    from persuasive.scores import (
+        Score as Score,
+    )
+    from persuasive.scores import (
+        ScorePrivacyFunction as ScorePrivacyFunction,
+    )
+    from persuasive.scores import (
+        SmallCellLogScore as SmallCellLogScore,
+    )
+    from persuasive.scores import (
+        SphericalScore as SphericalScore,
+    )
+    from persuasive.scores import (
+        check_properness as check_properness,
+    )
+    from persuasive.scores import (
+        interval_bayes_act as interval_bayes_act,
+    )
+    from persuasive.scores import (
+        privacy_function_from_score as privacy_function_from_score,
+    )
