@@ -72,12 +72,13 @@ _CACHE: dict[str, ComposedPLD] = {}
 _CACHE_SIZE = 16
 
 
-def _pld(parts: list[Part], priors: Any) -> ComposedPLD:
+def _pld(parts: list[Part], priors: Any, step: float = STEP) -> ComposedPLD:
     key = json.dumps([[m.describe(), k] for m, k in parts], default=str) + repr(priors)
+    key += f"|{step!r}"
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = compose(parts, STEP, priors, TAIL_MASS)
+        _CACHE[key] = compose(parts, step, priors, TAIL_MASS)
     return _CACHE[key]
 
 
@@ -161,6 +162,10 @@ class TightComposition(Theorem):
     name = "tight"
     basis = "Prop 6 + privacy-loss distribution (tight composition)"
 
+    def __init__(self, step: float = STEP) -> None:
+        #: Grid width of the privacy-loss distributions (the registered instance uses STEP).
+        self.step = float(step)
+
     def supports(self, mechanism: Mechanism, definition: Any) -> str | None:
         if not isinstance(mechanism, (Composition, ComposedRelease)):
             return "applies to Composition / ComposedRelease only"
@@ -233,7 +238,7 @@ class TightComposition(Theorem):
                     f"additive Prop 3 bound for comparison: kappa = {additive:.6g}",
                 ),
             )
-        pld = _pld(parts, definition.priors)
+        pld = _pld(parts, definition.priors, self.step)
         lo, hi = (float(a[0]) for a in pld.kappa_bracket(delta))
         # the grid values j * step are float products and the grid snaps quotients within a
         # few ulps (persuasive.pld.pmf.SNAP): add that error back, towards larger kappa
@@ -257,7 +262,7 @@ class TightComposition(Theorem):
             return min(gaussian_delta(sigma, kappa), additive)
         if kappa < 0:
             return 1.0
-        pld = _pld(parts, definition.priors)
+        pld = _pld(parts, definition.priors, self.step)
         # the tail at kappa minus the grid's rounding allowance (larger delta)
         eps = kappa - (above(kappa, _magnitude(pld)) - kappa)
         return min(float(pld.tail(eps)[0]), additive)

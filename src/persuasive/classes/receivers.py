@@ -53,13 +53,15 @@ def kappa_of(alpha: float) -> float:
 
 def check_thresholds(h: Any, r: Any = None) -> tuple[int, int]:
     """Validate the suppression threshold h and the score threshold r (default h) of Prop 8:
-    ``R_MIN <= r <= h``; return ``(h, r)``."""
-    h_ = int(dm.THRESHOLD.check("h", h))
-    if h_ < R_MIN:
+    ``R_MIN <= r <= h <= H_MAX`` (the declared domains ``_domains.RELEASE["h"]`` and
+    ``["r"]``); return ``(h, r)``."""
+    n = int(dm.Param("int").check("h", h))
+    if n < R_MIN:
         raise ValidationError(
             f"h must be an integer >= {R_MIN}: counts below h are suppressed, and Prop 8 needs "
-            f"h >= r with a score threshold r >= {R_MIN} (Bon et al. 2026, §5.2); got h = {h_}"
+            f"h >= r with a score threshold r >= {R_MIN} (Bon et al. 2026, §5.2); got h = {n}"
         )
+    h_ = int(dm.RELEASE["h"].check("h", h))
     if r is None:
         return h_, h_
     r_ = int(dm.RELEASE["r"].check("r", r))

@@ -208,7 +208,8 @@ def pair(option: str, text: str | None) -> tuple[float, float] | None:
         raise ValidationError(
             f"{option} must be LO:HI, two numbers separated by a colon (e.g. 1:40); got {text!r}"
         ) from None
-    return checked(option, (lo, hi))  # type: ignore[no-any-return]
+    out: tuple[float, float] = checked(option, (lo, hi))
+    return out
 
 
 def receiver(

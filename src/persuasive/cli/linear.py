@@ -69,7 +69,8 @@ def read_statistics(path: str | Path) -> list[Any]:
             "where",
         }:
             raise ValidationError(
-                f"--stats '{p}': statistics[{i}] must have keys name, kind and optionally where; got {item!r:.80}"
+                f"--stats '{p}': statistics[{i}] must have keys name, kind and optionally "
+                f"where; got {item!r:.80}"
             )
         out.append(Statistic(item["name"], item["kind"], item.get("where", "true")))
     return out
@@ -114,7 +115,7 @@ def linear_cmd(
         Path | None,
         typer.Option(
             "--stats",
-            help="A TOML file of \\[\\[statistics]] tables (name, kind, where).",
+            help="A TOML file of [[statistics]] tables (name, kind, where).",
             show_default=False,
         ),
     ] = None,

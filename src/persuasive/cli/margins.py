@@ -75,9 +75,9 @@ def run_margins(
     from persuasive.release.pipeline import exit_status, publish
 
     if margins is None:
-        given = "--objective" if objective is not None else "--bound"
+        which = "--objective" if objective is not None else "--bound"
         raise ValidationError(
-            f"{given} needs --margins (it chooses secondary suppressions of a table with totals)"
+            f"{which} needs --margins (it chooses secondary suppressions of a table with totals)"
         )
     if h is None:
         raise ValidationError(

@@ -313,7 +313,8 @@ def mean_cmd(
         str | None,
         typer.Option(
             "--noise",
-            help="gaussian:SIGMA (or laplace:SCALE) added to the mean; plain 'gaussian' with --target-kappa calibrates SIGMA.",
+            help="gaussian:SIGMA (or laplace:SCALE) added to the mean; plain 'gaussian' with "
+            "--target-kappa calibrates SIGMA.",
             show_default=False,
         ),
     ] = None,
@@ -360,11 +361,13 @@ def mean_cmd(
     kind, scale = _noise(noise)
     if target_kappa is None and (r1 is None or (kind is not None and scale is None)):
         raise ValidationError(
-            "give --r1 (and the noise scale, e.g. --noise gaussian:0.1), or --target-kappa K to calibrate the one left out"
+            "give --r1 (and the noise scale, e.g. --noise gaussian:0.1), or --target-kappa K "
+            "to calibrate the one left out"
         )
     if target_kappa is not None and r1 is not None and (kind is None or scale is not None):
         raise ValidationError(
-            "--target-kappa calibrates r1 (leave out --r1) or, with --r1, the noise sd (--noise gaussian without a scale); got both --r1 and a fixed noise"
+            "--target-kappa calibrates r1 (leave out --r1) or, with --r1, the noise sd "
+            "(--noise gaussian without a scale); got both --r1 and a fixed noise"
         )
     notes: list[str] = []
     with c.progress(
@@ -384,7 +387,8 @@ def mean_cmd(
                     target_kappa, r2=r2, r1=r1, noise=kind, max_mean_sd=max_mean_sd, delta=delta
                 )
                 notes.append(
-                    f"calibrated: the smallest {kind} noise sd with κ ≤ {target_kappa:g} is {scale:.6g}"
+                    f"calibrated: the smallest {kind} noise sd with κ ≤ {target_kappa:g} is "
+                    f"{scale:.6g}"
                 )
         params: dict[str, Any] = {
             "r1": r1,

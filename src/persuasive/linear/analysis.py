@@ -27,7 +27,6 @@ from numpy.typing import ArrayLike, NDArray
 from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
-from persuasive.certify.noisy_mean import tail_threshold
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.linear.structured import CovOps, as_cov
 from persuasive.mechanisms.linear import noise_covariance
@@ -208,6 +207,9 @@ class LinearAnalysis:
         :math:`-\log(1-\rho_i^2) + q_{1-\delta}[(\sqrt{r_1\gamma_i} +
         \sqrt{1-\gamma_i}Z)^2]` (an upper bound). Exposed individuals: ``inf``.
         """
+        # certify sits above linear (certify.linear builds on this module): import lazily
+        from persuasive.certify.noisy_mean import tail_threshold
+
         r1 = dm.R1.check("r1", r1)
         delta = dm.DELTA.check("delta", delta)
         with np.errstate(divide="ignore"):

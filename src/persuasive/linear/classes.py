@@ -30,7 +30,6 @@ from numpy.typing import ArrayLike, NDArray
 from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
-from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.classes.base import PriorClass
 from persuasive.errors import ValidationError
 from persuasive.linear.analysis import analyse, check_A
@@ -172,6 +171,9 @@ class LinearGaussianClass(PriorClass):
         if not np.any(r):
             return self.kappa
         lam_min = max(float(np.linalg.eigvalsh(r)[0]), 0.0)
+        # certify sits above linear (certify.linear builds on this class): import lazily
+        from persuasive.certify.noisy_mean import gaussian_noise_kappa
+
         return gaussian_noise_kappa(self.r1, self.r2, math.sqrt(lam_min), self.max_stat_sd, delta)[
             0
         ]

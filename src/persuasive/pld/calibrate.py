@@ -9,11 +9,15 @@ Solving :math:`\Phi(1/(2s) - \kappa s) = \delta`, with :math:`z = \Phi^{-1}(\del
 valid when the denominator is positive; otherwise (δ = 0, or κ = 0 with δ <= 1/2) no noise
 reaches the target.
 
-**Laplace** (privacy-loss distribution). The scale b is bisected in log scale on the
-pessimistic PLD tail of :mod:`persuasive.pld`: the returned scale is one at which the
-pessimistic tail at κ is at most δ (so the target provably holds), and the bracket's lower end
-is a scale at which it does not. The pure-DP scale k/κ always meets δ = 0 exactly, so the
-search starts there.
+**Laplace** (privacy-loss distribution). The scale b is bisected in log scale on *the
+certificate itself*: the κ(δ) that :func:`persuasive.certify` proves for the k-fold release
+(:class:`~persuasive.certify.tight.TightComposition`: the pessimistic PLD of
+:mod:`persuasive.pld` on the grid ``step``, or Prop 3's additive value when smaller). That κ is
+non-increasing in b (the Laplace loss decreases stochastically as b grows, and rounding up and
+convolution keep the order), so the returned scale is the smallest certified one to the
+bracket's precision: ``certify`` holds at ``scale`` and fails at ``bracket[0]``, with
+``bracket[1] / bracket[0] <= 1 + CALIBRATION_RTOL``. The search starts at the pure-DP scale
+k/κ.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ from scipy import stats
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.mechanisms import LaplaceMechanism
-from persuasive.pld.compose import compose
+from persuasive.pld.pmf import STEP
 
 #: Relative width of the final bracket of the Laplace bisection.
 CALIBRATION_RTOL: float = 1e-3
-#: Default grid width for the calibration PLDs (coarser than accounting; κ is pessimistic).
-CALIBRATION_STEP: float = 1e-3
+#: Default grid width of the calibration PLDs: the certificate's own (persuasive.pld.STEP), so
+#: that ``pp.certify`` of the returned scale holds.
+CALIBRATION_STEP: float = STEP
 _MAX_DOUBLINGS = 60
 
 
@@ -47,7 +52,9 @@ class NoiseCalibration:
     scale : float
         The calibrated noise (verified to meet the target).
     bracket : tuple of float
-        ``(infeasible, feasible)`` scales; equal for the exact Gaussian solution.
+        ``(not certified, certified)`` scales: the certificate's κ(δ) exceeds the target at
+        the first and meets it at the second (= ``scale``); equal for the exact Gaussian
+        solution.
     achieved_kappa : float
         κ(δ) certified at ``scale``.
     exact : bool
@@ -99,29 +106,44 @@ def _gaussian(k: int, kappa: float, delta: float) -> NoiseCalibration:
     return NoiseCalibration("gaussian", sigma, k, kappa, delta, (sigma, sigma), achieved, True)
 
 
-def _laplace(k: int, kappa: float, delta: float, step: float) -> NoiseCalibration:
-    def kappa_at(b: float) -> float:
-        return float(compose([(LaplaceMechanism(b), k)], step).kappa(delta)[0])
+def certified_laplace_kappa(b: float, k: int, delta: float, step: float = STEP) -> float:
+    r"""The κ(δ) that :func:`persuasive.certify` proves for k releases of Laplace(b) noise
+    (:class:`~persuasive.certify.tight.TightComposition` on the grid ``step``; at the default
+    step exactly ``pp.certify(ComposedRelease.repeat(LaplaceMechanism(b), k), ...).kappa``)."""
+    from persuasive.certify.tight import TightComposition
+    from persuasive.definitions import probabilistic_dp
+    from persuasive.mechanisms.composed import ComposedRelease
 
-    hi = k / kappa if kappa > 0 else 1.0
+    mech = ComposedRelease.repeat(LaplaceMechanism(b), k)
+    return float(TightComposition(step).kappa_at(mech, probabilistic_dp(1.0, delta), delta)[0])
+
+
+def _laplace(k: int, kappa: float, delta: float, step: float) -> NoiseCalibration:
+    def ok(b: float) -> bool:
+        return certified_laplace_kappa(b, k, delta, step) <= kappa
+
+    hi = k / kappa if kappa > 0 else 1.0  # the pure-DP scale (certified up to an ulp)
     for _ in range(_MAX_DOUBLINGS):
-        if kappa_at(hi) <= kappa:
+        if ok(hi):
             break
         hi *= 2.0
     else:
         raise _unreachable("laplace", kappa, delta, f"even scale {hi:g} fails")
     lo = hi / 2.0
     for _ in range(_MAX_DOUBLINGS):
-        if kappa_at(lo) > kappa:
+        if not ok(lo):
             break
         hi, lo = lo, lo / 2.0
+    else:
+        raise _unreachable("laplace", kappa, delta, f"no lower scale fails down to {lo:g}")
     while hi / lo > 1.0 + CALIBRATION_RTOL:
         mid = math.sqrt(lo * hi)
-        if kappa_at(mid) <= kappa:
+        if ok(mid):
             hi = mid
         else:
             lo = mid
-    return NoiseCalibration("laplace", hi, k, kappa, delta, (lo, hi), kappa_at(hi), False)
+    achieved = certified_laplace_kappa(hi, k, delta, step)
+    return NoiseCalibration("laplace", hi, k, kappa, delta, (lo, hi), achieved, False)
 
 
 def calibrate_noise(
@@ -141,7 +163,9 @@ def calibrate_noise(
     delta : float
         Target δ in [0, 1).
     step : float
-        PLD grid width for Laplace (the result is pessimistic by at most k * step in κ).
+        PLD grid width for Laplace; the default is the certificate's (``pp.certify`` of the
+        returned scale then holds). Another step calibrates against that grid's PLD instead
+        (pessimistic by at most k * step in κ).
 
     Returns
     -------

@@ -42,6 +42,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 from scipy.special import erfcx, log_ndtr
 
+from persuasive.priors._conditioning import gaussian_condition
 from persuasive.priors.base import Prior
 from persuasive.priors.gaussian import GaussianPrior
 
@@ -220,8 +221,6 @@ class LaplaceMeanPosterior(Prior):
         self.mean_ = prior.mean_ + self.h * self.sd * self.m
         # Cov(x | T) = Cov(x | aᵀx) + Var(aᵀx | T) h hᵀ: the first term from the exact update
         # (square-root form, no cancellation), the second with Var(aᵀx | T) = S · Var(u | y).
-        from persuasive.bayes import gaussian_condition
-
         _, exact = gaussian_condition(
             prior.mean_, prior.cov_, self.a[None, :], 0.0, self.a @ prior.mean_
         )

@@ -30,15 +30,11 @@ Examples
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import polars as pl
 
 from persuasive.errors import ValidationError
-
-#: File suffixes the release commands read and write, and the polars reader of each.
-FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 def _statsmodels_csv(dataset: str) -> Path:
@@ -116,44 +112,3 @@ def load_fair_crosstab(*dims: str, count: str = "n") -> pl.DataFrame:
         .with_columns(pl.col(count).fill_null(0).cast(pl.Int64))
         .sort(keys)
     )
-
-
-def table_format(path: str | os.PathLike[str]) -> str:
-    """``"csv"`` or ``"parquet"`` from the file suffix, else a ValidationError naming it."""
-    suffix = Path(path).suffix.lower()
-    if suffix not in FORMATS:
-        raise ValidationError(
-            f"cannot tell the format of '{path}' from its suffix {suffix!r}: use a .csv or "
-            ".parquet file"
-        )
-    return FORMATS[suffix]
-
-
-def scan_table(path: str | os.PathLike[str]) -> pl.LazyFrame:
-    """A lazy scan of a CSV or Parquet file; a ValidationError if it is missing or unreadable."""
-    p = Path(path)
-    if not p.is_file():
-        raise ValidationError(f"data file '{path}' not found")
-    fmt = table_format(p)
-    try:
-        if fmt == "csv":
-            frame = pl.scan_csv(p, null_values=["NA"], infer_schema_length=10_000)
-        else:
-            frame = pl.scan_parquet(p)
-        frame.collect_schema()
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValidationError(f"cannot read '{path}' as {fmt}: {first}") from None
-    return frame
-
-
-def require_columns(frame: pl.LazyFrame | pl.DataFrame, **columns: str | None) -> None:
-    """Check that every named column exists; a ValidationError naming the option otherwise.
-
-    ``require_columns(frame, column="affairs", group=None)`` checks ``affairs`` (``None`` is
-    skipped) and names the option (``--column``) and the existing columns when it is missing.
-    """
-    names = list(frame.collect_schema().names())
-    for option, column in columns.items():
-        if column is not None and column not in names:
-            raise ValidationError(f"--{option} {column!r}: no such column; the columns are {names}")

@@ -28,7 +28,6 @@ files), never published.
 from __future__ import annotations
 
 import functools
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar

@@ -1,32 +1,20 @@
-"""What a margins release writes: the custodian's per-cell frame and comparison, the files.
+"""What a margins release gives the custodian: the per-cell frame, the comparison, the summary.
 
-Split from :mod:`persuasive.release.margins` (the release itself). Files of
-:func:`write_release` (each written atomically, see :mod:`persuasive._io`):
-
-========================================  ===================================================
-``released.csv`` / ``.parquet``           publication: keys, count (empty where suppressed),
-                                          ``suppressed`` (primary / secondary)
-``margins.csv`` / ``.parquet``            publication: ``margin``, keys (empty where summed
-                                          over), ``total``
-``certificate.json``                      anyone: publication-derived facts only
-``custodian_cells.csv`` / ``.parquet``    the custodian only: per-cell κ at the true table,
-                                          publication bound, disclosed, attacker interval,
-                                          certified, the classical rule's κ
-``custodian_comparison.json``             the custodian only: primary only, the planner, the
-                                          classical rule
-========================================  ===================================================
+Split from :mod:`persuasive.release.margins` (the release itself). The published files
+(``released.*``: keys, count — empty where suppressed — and ``suppressed``, primary or
+secondary; ``margins.*``: ``margin``, keys — empty where summed over — and ``total``) and the
+custodian's files (``custodian_cells.*``: per-cell κ at the true table, the publication bound,
+disclosed, attacker interval, certified, the classical rule's κ; ``custodian_comparison.json``:
+primary only, the planner, the classical rule) are written by the release pipeline
+(:mod:`persuasive.release.pipeline`); the custodian's files are never published.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
-
-from persuasive.errors import ValidationError
 
 if TYPE_CHECKING:
     from persuasive.release.margins import MarginRelease

@@ -94,7 +94,7 @@ class Outcome:
     @property
     def kappa(self) -> float:
         k = self.document["guarantee"]["kappa"]
-        return float(k) if not isinstance(k, str) else float(k)
+        return float(k)  # "inf" reads as infinity
 
     def to_dict(self) -> dict[str, Any]:
         return {

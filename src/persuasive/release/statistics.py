@@ -125,7 +125,7 @@ def _column(df: pl.DataFrame, value: str) -> NDArray[np.float64]:
     if col.dtype == pl.String:  # a CSV value column is read as text and parsed once
         from persuasive.files.reading import real_expr
 
-        parsed = df.select(real_expr(value, pl.String)).get_column(value)
+        parsed = df.select(real_expr(value, pl.String())).get_column(value)
         bad = (parsed.is_null() & col.is_not_null()).arg_true()
         if bad.len():
             i = int(bad[0])

@@ -297,8 +297,11 @@ def diff(stated: Any, expected: Any, path: str = "", *, label: Any = None) -> li
 
     Examples
     --------
-    >>> diff({"a": 1, "b": [1, 2], "x": 0}, {"a": 1.0, "b": [1, 3]})
-    ['a: stated 1, recomputed 1.0', 'b[1]: stated 2, recomputed 3', 'x: not a field of this certificate (stated 0)']
+    >>> for line in diff({"a": 1, "b": [1, 2], "x": 0}, {"a": 1.0, "b": [1, 3]}):
+    ...     print(line)
+    a: stated 1, recomputed 1.0
+    b[1]: stated 2, recomputed 3
+    x: not a field of this certificate (stated 0)
     """
     out: list[str] = []
     if isinstance(stated, dict) and isinstance(expected, dict):

@@ -1,6 +1,7 @@
 r"""``persuasive verify``: re-derive a certificate and say exactly what it claims.
 
-:func:`verify_certificate` reads a certificate strictly (:func:`persuasive.report.certificate.loads`),
+:func:`verify_certificate` reads a certificate strictly
+(:func:`persuasive.report.certificate.loads`),
 reads the parameters of its claim, recomputes **every** field from them by the code of its kind
 (:mod:`persuasive.report.kinds`) — the canonical claim, the guarantee, the notes, any
 kind-specific section, and, when the publication is given, the publication section and the
@@ -253,7 +254,8 @@ def verify_certificate(
     except ValidationError as exc:
         return Verification(False, False, False, (*out, f"kind: {exc}"), kind=str(kind_name))
     try:
-        params = kind.parameters(doc.get("claim") if isinstance(doc.get("claim"), dict) else {})
+        claim = doc.get("claim")
+        params = kind.parameters(claim if isinstance(claim, dict) else {})
     except PersuasiveError as exc:
         out.append(f"claim: cannot be read: {' '.join(str(exc).split())}")
         return Verification(False, False, False, tuple(out), kind=kind.name)

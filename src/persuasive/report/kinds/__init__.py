@@ -121,7 +121,8 @@ def kind_of(name: Any) -> Kind:
         raise ValidationError(
             f"kind must be one of {', '.join(map(repr, KINDS))}; got {name!r:.60}"
         )
-    return importlib.import_module(_MODULES[name]).KIND  # type: ignore[no-any-return]
+    kind: Kind = importlib.import_module(_MODULES[name]).KIND
+    return kind
 
 
 # --------------------------------------------------------------------------------------------

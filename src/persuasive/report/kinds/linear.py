@@ -109,7 +109,7 @@ class LinearKind:
         mech = "claim.spec.mechanism"
         stats = need(doc, f"{mech}.statistics", list)
         triples = []
-        for i, s in enumerate(stats):
+        for s in stats:
             at = {"claim": s}
             triples.append(
                 (
