@@ -274,7 +274,7 @@ class OutputFolder:
         assert marker is not None
         listed = set(marker["files"]) | {MARKER}
         foreign = [p for p in present if p not in listed and not p.endswith("/")]
-        folders = {str(Path(f).parent.as_posix()) + "/" for f in listed if "/" in f}
+        folders = {p.as_posix() + "/" for f in listed for p in Path(f).parents if p != Path(".")}
         foreign += [p for p in present if p.endswith("/") and p not in folders]
         if foreign:
             shown = ", ".join(sorted(foreign)[:5]) + (" ..." if len(foreign) > 5 else "")
