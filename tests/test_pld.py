@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import pytest
+from oracles import Bracket, laplace_part
 from scipy import stats
 
 import persuasive as pp
 from persuasive import pld
 from persuasive.certify import prop6
+
+PDP = pp.probabilistic_dp
 
 EPS = np.linspace(0.0, 3.0, 31)
 
@@ -168,17 +172,57 @@ def test_calibration_gaussian_exact_and_monotone():
     assert np.all(np.diff(scales) < 0)
 
 
-def test_calibration_laplace_bracketed_and_monotone():
+def _additive_laplace(b, k, delta):
+    """k times Prop 6's kappa(delta / k) of one Laplace(b) release (docs/math.md §6)."""
+    d = delta / k
+    if d < 0.5:
+        return k / b
+    return k * max(0.0, 1.0 / b + 2.0 * np.log(2.0 * (1.0 - d)))
+
+
+def _grid_kappa(b, k, delta, h, snap=0.0):
+    """kappa(delta) of the k-fold Laplace(b) loss rounded up onto h Z (independent lattice)."""
+    return Bracket([[(laplace_part(b), k)]], h, snap).kappa(delta)[1]
+
+
+@pytest.mark.parametrize(
+    ("k", "kappa", "delta"), [(8, 2.00005, 1e-3), (20, 5.00005, 1e-6), (50, 3.00005, 1e-5)]
+)
+def test_calibration_laplace_is_the_smallest_certified_scale(k, kappa, delta):
+    # targets between grid points of the certificate (1e-4), so no tie decides the result
+    c = pld.calibrate_noise("laplace", k, kappa, delta)
+    lo, hi = c.bracket
+    assert 0 < lo < hi == c.scale and hi / lo <= 1 + pld.calibrate.CALIBRATION_RTOL + 1e-12
+    assert c.achieved_kappa <= kappa
+
+    def cert(b):
+        return pp.certify(pp.ComposedRelease.repeat(pp.LaplaceMechanism(b), k), PDP(kappa, delta))
+
+    assert cert(hi).holds and cert(hi).kappa == c.achieved_kappa
+    smaller = hi / (1 + pld.calibrate.CALIBRATION_RTOL)
+    for b in (lo, smaller):
+        assert not cert(b).holds
+    # independently: the composed Laplace tail on the certificate's own grid (rounded up,
+    # lattice convolution) and Prop 3's closed form: the certificate's kappa is their minimum
+    for b, certified in ((hi, True), (lo, False), (smaller, False)):
+        grid = min(_grid_kappa(b, k, delta, pld.STEP), _additive_laplace(b, k, delta))
+        assert (grid <= kappa) == certified, (b, grid, kappa)
+    # and the target is truly met at the returned scale: the upper bound of a finer lattice
+    # aligned with the atoms 1/b (exact up to float error, allowed for by 1e-9)
+    m = math.ceil(8 / (hi * pld.STEP))
+    assert _grid_kappa(hi, k, delta, 1.0 / hi / m, snap=1e-6) <= kappa + 1e-9
+
+
+def test_calibration_laplace_monotone_and_beats_pure_dp():
     scales = []
-    for kappa in (1.0, 2.0, 4.0):
-        c = pld.calibrate_noise("laplace", 8, kappa, 1e-3)
-        lo, hi = c.bracket
-        assert 0 < lo < hi == c.scale and hi / lo <= 1 + 2e-3
-        assert c.achieved_kappa <= kappa
-        bad = pld.compose([(pp.LaplaceMechanism(lo), 8)], step=1e-3).kappa(1e-3)[0]
-        assert bad > kappa
+    for kappa in (1.00005, 2.00005, 4.00005):
+        c = pld.calibrate_noise("laplace", 20, kappa, 1e-6)
         scales.append(c.scale)
+        assert c.scale <= 20 / kappa * (1 + 1e-12)  # never above the pure-DP scale k / kappa
     assert np.all(np.diff(scales) < 0)
+    # the certificate's kappa is non-increasing in the scale (what the bisection relies on)
+    ks = [pld.calibrate.certified_laplace_kappa(b, 20, 1e-6) for b in np.geomspace(2, 20, 25)]
+    assert np.all(np.diff(ks) <= 0)
 
 
 @pytest.mark.parametrize(

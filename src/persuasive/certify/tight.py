@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -61,9 +61,19 @@ from persuasive.mechanisms import (
     RandomizedResponse,
 )
 from persuasive.mechanisms.composed import ComposedRelease, flatten
-from persuasive.pld.compose import ComposedPLD, compose, gaussian_sigma
-from persuasive.pld.pmf import STEP, TAIL_MASS
-from persuasive.pld.renyi import composed_renyi
+
+if TYPE_CHECKING:
+    from persuasive.pld.compose import ComposedPLD
+
+#: Default grid width of the privacy-loss distributions (persuasive.pld.STEP; persuasive.pld
+#: imports this package, so it is imported lazily here).
+STEP: float = 1e-4
+
+
+def _pld_api() -> Any:
+    import persuasive.pld as pld
+
+    return pld
 from persuasive.scores import LogScore
 
 _NOISE = (LaplaceMechanism, GaussianMechanism, GeometricMechanism)
@@ -78,7 +88,8 @@ def _pld(parts: list[Part], priors: Any, step: float = STEP) -> ComposedPLD:
     if key not in _CACHE:
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = compose(parts, step, priors, TAIL_MASS)
+        pld = _pld_api()
+        _CACHE[key] = pld.compose(parts, step, priors, pld.TAIL_MASS)
     return _CACHE[key]
 
 
@@ -211,7 +222,7 @@ class TightComposition(Theorem):
         if isinstance(definition, PersuasivePrivacyExpectation):
             risk = definition.risk
             alpha = float(risk.alpha) if isinstance(risk, Renyi) else 1.0
-            k = composed_renyi(parts, alpha, definition.priors)  # type: ignore[arg-type]
+            k = _pld_api().composed_renyi(parts, alpha, definition.priors)
             return k, True, ("exact: divergences of independent releases add (orders add)",)
         if delta <= 0:  # pure DP: exact, the supremum over pairs of the summed essential suprema
             k, where = pure_kappa(parts, definition.priors)
@@ -226,7 +237,7 @@ class TightComposition(Theorem):
                 ),
             )
         additive = _additive_kappa(mechanism, parts, definition, delta)
-        sigma = gaussian_sigma(parts)
+        sigma = _pld_api().gaussian_sigma(parts)
         if sigma is not None:
             k = gaussian_kappa(sigma, delta) if delta > 0 else math.inf
             return (
@@ -245,7 +256,7 @@ class TightComposition(Theorem):
         hi = above(hi, _magnitude(pld))
         notes = (
             f"tight: PDP tail of the summed loss from a pessimistic privacy-loss distribution "
-            f"(grid {pld.step:g}, K = {pld.rounds} rounded losses, tail mass {TAIL_MASS:g} "
+            f"(grid {pld.step:g}, K = {pld.rounds} rounded losses, tail mass {_pld_api().TAIL_MASS:g} "
             "counted at +inf); same neighbour pair in every part",
             f"discretisation: the exact kappa lies in [{lo:.6g}, {hi:.6g}] (width {hi - lo:.3g})",
             f"additive Prop 3 bound for comparison: kappa = {additive:.6g}",
@@ -257,7 +268,7 @@ class TightComposition(Theorem):
             return 0.0
         parts = flatten(mechanism)
         additive = _additive_delta(mechanism, parts, definition, kappa)
-        sigma = gaussian_sigma(parts)
+        sigma = _pld_api().gaussian_sigma(parts)
         if sigma is not None:
             return min(gaussian_delta(sigma, kappa), additive)
         if kappa < 0:
