@@ -61,6 +61,7 @@ from persuasive.mechanisms import (
     RandomizedResponse,
 )
 from persuasive.mechanisms.composed import ComposedRelease, flatten
+from persuasive.scores import LogScore
 
 if TYPE_CHECKING:
     from persuasive.pld.compose import ComposedPLD
@@ -74,7 +75,7 @@ def _pld_api() -> Any:
     import persuasive.pld as pld
 
     return pld
-from persuasive.scores import LogScore
+
 
 _NOISE = (LaplaceMechanism, GaussianMechanism, GeometricMechanism)
 Part = tuple[Mechanism, int]
@@ -256,7 +257,8 @@ class TightComposition(Theorem):
         hi = above(hi, _magnitude(pld))
         notes = (
             f"tight: PDP tail of the summed loss from a pessimistic privacy-loss distribution "
-            f"(grid {pld.step:g}, K = {pld.rounds} rounded losses, tail mass {_pld_api().TAIL_MASS:g} "
+            f"(grid {pld.step:g}, K = {pld.rounds} rounded losses, tail mass "
+            f"{_pld_api().TAIL_MASS:g} "
             "counted at +inf); same neighbour pair in every part",
             f"discretisation: the exact kappa lies in [{lo:.6g}, {hi:.6g}] (width {hi - lo:.3g})",
             f"additive Prop 3 bound for comparison: kappa = {additive:.6g}",
