@@ -7,6 +7,7 @@ the released cells are the input cells at or above h), never from the library's 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -61,18 +62,29 @@ def generated_table(seed: int, n: int = 200) -> pl.DataFrame:
     )
 
 
+def read_text(path: Path) -> pl.DataFrame:
+    """A CSV as written: every column as text, no type inference."""
+    return pl.read_csv(path, infer_schema=False)
+
+
 def check_released(
     released: pl.DataFrame, original: pl.DataFrame, keys: list[str], count: str, h: int
 ) -> None:
-    """Suppressed cells are null exactly where the input is below h; the rest equal the input."""
-    joined = original.join(released, on=keys, suffix="_released", how="left")
-    assert joined.height == original.height == released.height
-    below = joined[count] < h
-    assert joined.filter(below)[f"{count}_released"].null_count() == int(below.sum())
-    kept = joined.filter(~below)
-    assert kept[f"{count}_released"].to_list() == kept[count].to_list()
-    # Only what is released is published: no per-cell loss (it would leak counts below r).
-    assert released.columns == [*keys, count]
+    """Both frames as text (``read_text``): the keys are published exactly as written, a cell
+    is empty exactly where the input count is below h, and every other count is the input's."""
+    assert released.columns == [*keys, count]  # no per-cell loss: it would leak counts below r
+    assert released.height == original.height
+    assert released.select(keys).equals(original.select(keys))  # same keys, same order, as text
+    below = (original[count].cast(pl.Int64) < h).to_list()
+    for was, got, small in zip(original[count], released[count], below, strict=True):
+        assert got == (None if small else was)
+
+
+def names(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir())
+
+
+MARKER = ".persuasive-output.json"
 
 
 # --------------------------------------------------------------------------------------------
@@ -101,17 +113,18 @@ def test_release_table_real_data(cancer_csv: Path, tmp_path: Path) -> None:
         "--quiet",
     )
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["certificate.json", "released.csv"]
-    released = pl.read_csv(out / "released.csv")
-    check_released(released, load_cancer_counts(), ["county"], "cancer", 10)
+    assert names(out) == [MARKER, "certificate.json", "released.csv"]
+    check_released(read_text(out / "released.csv"), read_text(cancer_csv), ["county"], "cancer", 10)
     doc = json.loads((out / "certificate.json").read_text())
     expected = -math.log(nbinom_alpha(10, 40.0, 1.0))
     assert doc["guarantee"]["kappa"] == pytest.approx(expected, rel=1e-9)
-    assert doc["basis"].startswith("Prop 8")
-    assert "1.52" in result.stdout  # the plain sentence: κ in nats
-    check = run("verify", out / "certificate.json")
-    assert check.exit_code == 0, check.output
-    assert "verified" in check.stdout
+    assert doc["guarantee"]["holds"] is True
+    assert doc["guarantee"]["basis"].startswith("Prop 8")
+    assert f"{expected:.4g} nats" in result.stdout  # the plain sentence: κ in nats
+    for args in ((), ("--published", out)):
+        check = run("verify", out / "certificate.json", *args)
+        assert check.exit_code == 0, check.output
+        assert check.stdout.startswith("verified")
 
 
 def test_release_table_parquet_and_report(cancer_csv: Path, tmp_path: Path) -> None:
@@ -137,7 +150,8 @@ def test_release_table_parquet_and_report(cancer_csv: Path, tmp_path: Path) -> N
     )
     assert result.exit_code == 0, result.output
     released = pl.read_parquet(out / "released.parquet")
-    check_released(released, load_cancer_counts(), ["county"], "cancer", 5)
+    assert released.schema == {"county": pl.String, "cancer": pl.Int64}  # types kept
+    check_released(released, load_cancer_counts().drop("population"), ["county"], "cancer", 5)
     assert (out / "report" / "report.html").is_file() and (out / "report" / "report.md").is_file()
     doc = json.loads((out / "certificate.json").read_text())
     assert doc["guarantee"]["kappa"] == pytest.approx(-math.log(0.2))
@@ -215,13 +229,15 @@ def test_release_generated_tables(tmp_path: Path, seed: int, h: int) -> None:
         "--quiet",
     )
     assert result.exit_code == 0, result.output
-    released = pl.read_csv(out / "released.csv")
-    check_released(released, table, ["region", "year"], "count", h)
-    assert (released["count"].drop_nulls() >= h).all()
+    released = read_text(out / "released.csv")
+    check_released(released, read_text(src), ["region", "year"], "count", h)
+    assert (released["count"].drop_nulls().cast(pl.Int64) >= h).all()
     assert run("verify", out / "certificate.json").exit_code == 0
 
 
-def test_same_spec_byte_identical_certificates(tmp_path: Path) -> None:
+def test_same_options_give_the_same_claim_guarantee_and_notes(tmp_path: Path) -> None:
+    """Assumption 1: different tables, same options -> the claim, guarantee and notes are
+    byte-identical; the publication section (the published file's hash) is not."""
     paths = []
     for seed in (10, 11):
         src = tmp_path / f"t{seed}.csv"
@@ -248,9 +264,15 @@ def test_same_spec_byte_identical_certificates(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         paths.append(out)
     assert (paths[0] / "released.csv").read_bytes() != (paths[1] / "released.csv").read_bytes()
-    assert (paths[0] / "certificate.json").read_bytes() == (
-        paths[1] / "certificate.json"
-    ).read_bytes()
+    docs = [json.loads((p / "certificate.json").read_text()) for p in paths]
+    for field in ("claim", "guarantee", "notes"):
+        assert json.dumps(docs[0][field], sort_keys=True) == json.dumps(
+            docs[1][field], sort_keys=True
+        )
+    assert docs[0]["publication"] != docs[1]["publication"]
+    for doc, out in zip(docs, paths, strict=True):
+        (entry,) = doc["publication"]["files"]
+        assert entry["sha256"] == hashlib.sha256((out / "released.csv").read_bytes()).hexdigest()
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,7 +281,7 @@ def test_same_spec_byte_identical_certificates(tmp_path: Path) -> None:
 
 
 def smallest_h(alpha: Any, target: float) -> int:
-    return next(h for h in range(2, 10_000) if -math.log(alpha(h)) <= target + 1e-12)
+    return next(h for h in range(2, 10_000) if -math.log(alpha(h)) <= target)
 
 
 @pytest.mark.parametrize("target", [0.3, 0.7, 1.0, 1.6, 2.5])
@@ -293,9 +315,10 @@ def test_target_kappa_picks_smallest_h(
     assert result.exit_code == 0, result.output
     assert f"h = {expected}" in result.stdout
     doc = json.loads((out / "certificate.json").read_text())
-    assert doc["spec"]["mechanism"]["h"] == expected
+    assert doc["claim"]["spec"]["mechanism"]["h"] == expected
+    assert doc["claim"]["target_kappa"] == doc["claim"]["spec"]["definition"]["kappa"] == target
     kappa = doc["guarantee"]["kappa"]
-    assert kappa <= target + 1e-12
+    assert kappa <= target and doc["guarantee"]["holds"] is True
     assert kappa == pytest.approx(-math.log(alpha(expected)), rel=1e-9)
     if expected > 2:
         assert -math.log(alpha(expected - 1)) > target
@@ -350,12 +373,32 @@ def test_verify_kappa_lowered(certificate: Path) -> None:
 
 def test_verify_class_alpha_changed(certificate: Path) -> None:
     def change(doc: dict[str, Any]) -> None:
-        doc["spec"]["definition"]["priors"]["alpha"] = 0.5  # κ = −log 0.5 < stated: hidden
+        doc["claim"]["spec"]["definition"]["priors"]["alpha"] = 0.5  # κ = −log 0.5 < stated
 
     result = run("verify", tamper(certificate, change))
     assert result.exit_code == 1
-    assert "spec.definition.priors.alpha" in result.stdout
-    assert "spec_sha256" in result.stdout
+    assert "claim.spec.definition.priors.alpha" in result.stdout
+    assert "digest" in result.stdout
+
+
+def test_verify_consistent_certificate_claiming_no_guarantee_exits_1(tmp_path: Path) -> None:
+    from persuasive.classes.receivers import SmallCellReceiver
+    from persuasive.files.output import OutputFolder
+    from persuasive.release.pipeline import exit_status, publish
+    from persuasive.release.tables import release_table
+
+    frame = pl.DataFrame({"k": ["a", "b"], "c": [1, 9]})
+    rel = release_table(  # κ = −log 0.2 ≈ 1.61 is above the target 1
+        frame, keys="k", count="c", h=5, receiver=SmallCellReceiver(0.2), target_kappa=1.0
+    )
+    outcome = publish(rel, OutputFolder(tmp_path / "out"))
+    assert outcome.document["guarantee"]["holds"] is False and exit_status(outcome) == 1
+    result = run("verify", tmp_path / "out" / "certificate.json")
+    assert result.exit_code == 1, result.output
+    assert "claims no guarantee" in result.stdout and "mismatch" not in result.stdout
+    payload = json.loads(run("verify", tmp_path / "out" / "certificate.json", "--json").stdout)
+    assert payload["consistent"] is True and payload["claims_guarantee"] is False
+    assert payload["ok"] is False
 
 
 def test_verify_json(certificate: Path) -> None:
@@ -390,13 +433,19 @@ def test_verify_missing_file_exit_2(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------------
 
 BAD_TABLES = [
-    ("k,c\na,1\nb,NaN\n", "--h 5", "'c'"),
+    ("k,c\na,1\nb,NaN\n", "--h 5", "'c' at row 2"),
     ("k,c\na,1\nb,-2\n", "--h 5", "negative"),
-    ("k,c\na,1\nb,2.5\n", "--h 5", "fractional"),
+    ("k,c\na,1\nb,2.5\n", "--h 5", "'2.5'"),
+    ("k,c\na,1\nb,3.0\n", "--h 5", "decimal point"),  # counts are whole numbers, as digits
+    ("k,c\na,1\nb,1e3\n", "--h 5", "'1e3'"),
+    ("k,c\na,1\nb, 3\n", "--h 5", "' 3'"),
+    ("k,c\na,1\nb,\n", "--h 5", "missing"),
+    ("k,c\na,1\nb,99999999999999999999\n", "--h 5", "above the largest count"),
     ("k,c\na,1\na,2\n", "--h 5", "duplicated key"),
-    ("k,c\na,1\n,2\n", "--h 5", "key column 'k'"),
-    ("k,c\na,1\nb,x\n", "--h 5", "is text"),
-    ("k,c\na,1\nb,7\n", "--h 0", "h must be"),
+    ("k,c\na,1\n,2\n", "--h 5", "'k' at row 2"),
+    ("k,c\na,1\nb,x\n", "--h 5", "'x'"),
+    ("k,c,c\na,1,1\nb,7,7\n", "--h 5", "'c' twice"),
+    ("k,c\na,1\nb,7\n", "--h 0", "--h must be"),
     ("k,c\na,1\nb,7\n", "--h 5 --count nope", "'nope'"),
     ("k,c\na,1\nb,7\n", "--h 5 --keys kk", "'kk'"),
 ]
@@ -501,6 +550,7 @@ def test_bad_receiver_exit_2(
 
 
 def test_existing_output_needs_force(cancer_csv: Path, tmp_path: Path) -> None:
+    """--force replaces only a folder persuasive wrote, and never deletes a file of yours."""
     out = tmp_path / "out"
     out.mkdir()
     (out / "precious.txt").write_text("keep me")
@@ -523,10 +573,22 @@ def test_existing_output_needs_force(cancer_csv: Path, tmp_path: Path) -> None:
     result = run(*args)
     assert result.exit_code == 2 and "--force" in result.stderr
     assert (out / "precious.txt").read_text() == "keep me"
-    result = run(*args, "--force")
+    result = run(*args, "--force")  # not persuasive's folder: refused even with --force
+    assert result.exit_code == 2 and "not written by persuasive" in result.stderr
+    assert names(out) == ["precious.txt"] and (out / "precious.txt").read_text() == "keep me"
+    (out / "precious.txt").unlink()
+    assert run(*args).exit_code == 0  # an empty folder needs no --force
+    assert names(out) == [MARKER, "certificate.json", "released.csv"]
+    result = run(*args)
+    assert result.exit_code == 2 and "--force" in result.stderr
+    result = run(*args, "--force")  # persuasive's own folder: replaced
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in out.iterdir()) == ["certificate.json", "released.csv"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert names(out) == [MARKER, "certificate.json", "released.csv"]
+    assert names(tmp_path) == ["out"]  # no temporary folder left beside it
+    (out / "notes.txt").write_text("mine")  # a file of yours in persuasive's folder
+    result = run(*args, "--force")
+    assert result.exit_code == 2 and "notes.txt" in result.stderr
+    assert (out / "notes.txt").read_text() == "mine"
 
 
 # --------------------------------------------------------------------------------------------
@@ -552,7 +614,10 @@ def test_release_mean(fair_csv: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     released = json.loads((out / "released.json").read_text())
-    assert released["mean"] == pytest.approx(float(np.mean(load_fair()["affairs"].to_numpy())))
+    assert set(released) == {"mean"}  # only the mean is published
+    values = read_text(fair_csv)["affairs"].cast(pl.Float64).to_numpy()
+    assert released["mean"] == pytest.approx(float(np.mean(values)), rel=1e-12)
+    assert names(out) == [MARKER, "certificate.json", "released.json"]
     doc = json.loads((out / "certificate.json").read_text())
     assert doc["guarantee"]["kappa"] == pytest.approx(1.0 + math.log(4.0))
     assert str(released["mean"])[:6] not in (out / "certificate.json").read_text()
@@ -578,10 +643,20 @@ def test_release_group_means(fair_csv: Path, tmp_path: Path) -> None:
         "--quiet",
     )
     assert result.exit_code == 0, result.output
-    released = pl.read_csv(out / "released.csv").sort("religious")
-    expected = load_fair().group_by("religious").agg(pl.col("affairs").mean()).sort("religious")
+    released = read_text(out / "released.csv").sort("religious")
+    expected = (
+        read_text(fair_csv)  # groups are published as written in the input (text)
+        .group_by("religious")
+        .agg(pl.col("affairs").cast(pl.Float64).mean())
+        .sort("religious")
+    )
     assert released.columns == ["religious", "mean"]  # group sizes are not published
-    np.testing.assert_allclose(released["mean"].to_numpy(), expected["affairs"].to_numpy())
+    assert (
+        released["religious"].to_list() == expected["religious"].to_list() == ["1", "2", "3", "4"]
+    )
+    np.testing.assert_allclose(
+        released["mean"].cast(pl.Float64).to_numpy(), expected["affairs"].to_numpy(), rtol=1e-12
+    )
     assert run("verify", out / "certificate.json").exit_code == 0
 
 
@@ -603,8 +678,9 @@ def test_release_mean_target_kappa(fair_csv: Path, tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     doc = json.loads((out / "certificate.json").read_text())
-    assert doc["spec"]["definition"]["priors"]["r1"] == pytest.approx(2.0 - math.log(4.0))
-    assert doc["guarantee"]["kappa"] <= 2.0 + 1e-12
+    assert doc["claim"]["spec"]["definition"]["priors"]["r1"] == pytest.approx(2.0 - math.log(4.0))
+    assert doc["guarantee"]["kappa"] <= 2.0 and doc["guarantee"]["holds"] is True
+    assert doc["claim"]["target_kappa"] == 2.0
 
 
 @pytest.mark.parametrize(
@@ -635,4 +711,5 @@ def test_text_mean_column_exit_2(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert "'y'" in line
+    assert "'y' at row 2" in line and "'x'" in line
+    assert not (tmp_path / "out").exists()
