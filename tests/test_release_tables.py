@@ -87,7 +87,8 @@ def test_multi_key_float_counts_and_lazy_source() -> None:
     rel = release_table(df.lazy(), keys=["region", "year"], count="n", h=3, receiver=POI)
     assert rel.table["n"].dtype == pl.Int64
     assert rel.table["n"].to_list() == [None, 7, None, 12]
-    assert rel.r == 3 and rel.metadata["release"] == {"keys": ["region", "year"], "count": "n"}
+    assert rel.r == 3 and rel.claim["columns"] == {"keys": ["region", "year"], "count": "n"}
+    assert rel.published.schema == {"region": pl.String, "year": pl.Int64, "n": pl.Int64}
 
 
 def test_unsorted_keys_are_checked_by_hashing() -> None:
@@ -120,17 +121,22 @@ def test_property_no_small_cell_released_and_released_cells_exact(
     assert released.null_count() == 0 and (released >= h).all()
 
 
-def test_spec_round_trips_to_an_equal_certificate() -> None:
+@pytest.mark.parametrize("target", [None, 5.0])
+def test_spec_round_trips_to_an_equal_certificate(target: float | None) -> None:
     for rc in (POI, SmallCellReceiver(0.2), NegativeBinomialReceiver(0, 5, 2)):
-        rel = release_table(_frame([0, 4, 9]), keys="area", count="n", h=4, receiver=rc, r=2)
+        rel = release_table(
+            _frame([0, 4, 9]), keys="area", count="n", h=4, receiver=rc, r=2, target_kappa=target
+        )
         spec = spec_from_dict(json.loads(json.dumps(rel.spec)))
         assert spec.mechanism == pp.CellSuppression(4)
         assert pp.certify(spec.mechanism, spec.definition) == rel.certificate
-        assert spec.definition.kappa == rel.certificate.kappa
+        # the definition's κ is the target (∞ without one); the certificate's is −log α
+        assert spec.definition.kappa == (math.inf if target is None else target)
+        assert rel.certificate.kappa == pytest.approx(-math.log(rc.alpha(4)), rel=1e-12)
 
 
 def test_spec_and_certificate_do_not_depend_on_the_data() -> None:
-    """Assumption 1: two different tables, same parameters -> byte-identical documents."""
+    """Assumption 1: two different tables, same parameters -> byte-identical claims."""
     a = release_table(_frame([0, 1, 2]), keys="area", count="n", h=5, receiver=POI)
     b = release_table(
         pl.DataFrame({"area": ["z", "y"], "n": [100.0, 3.0]}),
@@ -139,7 +145,7 @@ def test_spec_and_certificate_do_not_depend_on_the_data() -> None:
         h=5,
         receiver=POI,
     )
-    for doc in (lambda rel: rel.spec, lambda rel: rel.certificate.to_dict(), lambda r: r.metadata):
+    for doc in (lambda rel: rel.spec, lambda rel: rel.certificate.to_dict(), lambda r: r.claim):
         assert json.dumps(doc(a), sort_keys=True) == json.dumps(doc(b), sort_keys=True)
     assert a.summary() != b.summary()
 
@@ -195,11 +201,12 @@ BAD_TABLES = [
     (pl.DataFrame({"area": [], "n": []}, schema={"area": pl.String, "n": pl.Int64}), "empty"),
     (_frame([1, 2]).drop("n"), "count column 'n' does not exist; available columns: area"),
     (_frame([1, 2]).rename({"area": "zone"}), "key column 'area' does not exist"),
-    (_frame([1, 2]).with_columns(pl.col("n").cast(pl.String)), "count column 'n' is text"),
-    (_frame([1, 2]).with_columns(pl.col("n") > 0), "must hold integer counts; got dtype Boolean"),
+    (pl.DataFrame({"area": ["a", "b"], "n": ["1", "<5"]}), "'n' at row 2 (area='b') is '<5'"),
+    (pl.DataFrame({"area": ["a", "b"], "n": ["1", "3.0"]}), "'n' at row 2 (area='b') is '3.0'"),
+    (_frame([1, 2]).with_columns(pl.col("n") > 0), "count column 'n' has type Boolean"),
     (
         pl.DataFrame({"area": ["a", "b"], "n": [1, None]}),
-        "'n' at row 2 (area='b') is missing (null)",
+        "'n' at row 2 (area='b') is missing",
     ),
     (
         pl.DataFrame({"area": ["a", "b"], "n": [1.0, float("nan")]}),
@@ -211,11 +218,14 @@ BAD_TABLES = [
         pl.DataFrame({"area": ["a", "b"], "n": [1.0, 2.5]}),
         "at row 2 (area='b') is fractional (2.5)",
     ),
-    (pl.DataFrame({"area": ["a", "b"], "n": [1.0, 1e20]}), "too large for a 64-bit integer"),
+    (pl.DataFrame({"area": ["a", "b"], "n": [1.0, 1e20]}), "at row 2 (area='b') is 1e+20, above"),
     (
-        pl.DataFrame({"area": ["a", None], "n": [1, 2]}),
-        "key column 'area' is missing (null) at row 2",
+        pl.DataFrame(
+            {"area": ["a", "b"], "n": [1, 2**63]}, schema={"area": pl.String, "n": pl.UInt64}
+        ),
+        "at row 2 (area='b') is 9223372036854775808, above the largest count",
     ),
+    (pl.DataFrame({"area": ["a", None], "n": [1, 2]}), "'area' at row 2 is missing"),
     (
         pl.DataFrame({"area": ["a", "b", "a"], "n": [1, 2, 3]}),
         "duplicated key (area='a') at rows 1 and 3",
@@ -230,6 +240,21 @@ def test_bad_tables(df: pl.DataFrame, needle: str) -> None:
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
+def test_largest_count_is_exact() -> None:
+    """2^63 − 1 is a count (published exactly, never through a float); text counts of a frame
+    are parsed like a CSV's."""
+    big = 2**63 - 1
+    for df in (
+        pl.DataFrame(
+            {"area": ["a", "b"], "n": [1, big]}, schema={"area": pl.String, "n": pl.UInt64}
+        ),
+        pl.DataFrame({"area": ["a", "b"], "n": ["1", str(big)]}),
+    ):
+        rel = release_table(df, keys="area", count="n", h=3, receiver=POI)
+        assert rel.published["n"].to_list() == [None, big]
+        assert rel.published["n"].dtype == pl.Int64
+
+
 @pytest.mark.parametrize(
     ("kw", "needle"),
     [
@@ -237,7 +262,7 @@ def test_bad_tables(df: pl.DataFrame, needle: str) -> None:
         ({"h": 1}, "Prop 8 needs h >= r with a score threshold r >= 2"),
         ({"h": 2.5}, "h must be an integer; got 2.5"),
         ({"h": 3, "r": 5}, "r = 5 exceeds h = 3: Prop 8 needs h >= r"),
-        ({"h": 3, "r": 1}, "r must be an integer in [2, inf]; got 1"),
+        ({"h": 3, "r": 1}, "r must be an integer in [2, "),
         ({"keys": "n"}, "count column 'n' is also a key"),
         ({"keys": []}, "keys must be one or more distinct column names"),
         ({"receiver": 0.2}, "receiver must be a Receiver model"),
@@ -258,11 +283,28 @@ def test_bad_files(tmp_path: Path) -> None:
     with pytest.raises(pp.ValidationError, match=r"must end in \.csv, \.parquet or \.pq"):
         release_table(tmp_path / "t.xlsx", keys="area", count="n", h=3, receiver=POI)
     (tmp_path / "t.csv").write_text("area,n\na,1\nb,<5\n")
-    with pytest.raises(pp.ValidationError, match="count column 'n' is text"):
+    with pytest.raises(pp.ValidationError, match=r"'n' at row 2 \(area='b'\) is '<5'"):
         release_table(tmp_path / "t.csv", keys="area", count="n", h=3, receiver=POI)
-    (tmp_path / "u.csv").write_text("area,n\na,1\nb,NA\n")
-    with pytest.raises(pp.ValidationError, match=r"'n' at row 2 \(area='b'\) is missing \(null\)"):
+    (tmp_path / "u.csv").write_text("area,n\na,1\nb,NA\n")  # NA is text, not a missing count
+    with pytest.raises(pp.ValidationError, match=r"'n' at row 2 \(area='b'\) is 'NA'"):
         release_table(tmp_path / "u.csv", keys="area", count="n", h=3, receiver=POI)
+    (tmp_path / "v.csv").write_text("area,n\na,1\nb,\n")  # an empty field is missing
+    with pytest.raises(pp.ValidationError, match=r"'n' at row 2 \(area='b'\) is missing"):
+        release_table(tmp_path / "v.csv", keys="area", count="n", h=3, receiver=POI)
+    (tmp_path / "w.csv").write_text("area,n,n\na,1,1\n")
+    with pytest.raises(pp.ValidationError, match="'n' twice"):
+        release_table(tmp_path / "w.csv", keys="area", count="n", h=3, receiver=POI)
+
+
+def test_csv_keys_are_text_exactly_as_written(tmp_path: Path) -> None:
+    """``01`` keeps its zero, ``1`` and ``1.0`` are different keys, ``NA`` is a key."""
+    src = tmp_path / "t.csv"
+    src.write_text("area,n\n01,7\n1,8\n1.0,9\nNA,2\n")
+    rel = release_table(src, keys="area", count="n", h=3, receiver=POI)
+    assert rel.published.schema == {"area": pl.String, "n": pl.Int64}
+    assert rel.published.rows() == [("01", 7), ("1", 8), ("1.0", 9), ("NA", None)]
+    out = rel.write(tmp_path / "out.csv")
+    assert out.read_text().splitlines() == ["area,n", "01,7", "1,8", "1.0,9", "NA,"]
 
 
 # ------------------------------------------------------------------ writing
@@ -295,6 +337,7 @@ def test_failed_write_leaves_nothing(
         raise OSError("disk full")
 
     monkeypatch.setattr(pl.DataFrame, "write_csv", broken)
+    monkeypatch.setattr(pl.DataFrame, "write_parquet", broken)
     monkeypatch.setattr(pl.LazyFrame, "sink_parquet", broken)
     with pytest.raises(OSError, match="disk full"):
         rel.write(tmp_path / f"out{suffix}")
