@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import re
+from typing import Any
+
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given
@@ -218,3 +223,207 @@ def test_cell_prior_sampling_matches_its_pmfs() -> None:
     freq = np.bincount(draws[:, 0].astype(int), minlength=3) / draws.shape[0]
     np.testing.assert_allclose(freq, [0.2, 0.3, 0.5], atol=0.01)
     assert abs(draws[:, 1].mean() - 3.0) < 0.03
+
+
+# ---------------------------------------------------------------- the output t is validated
+
+_G2 = pp.GaussianPrior([0.0, 0.0], [1.0, 2.0])
+_G1 = pp.GaussianPrior([0.0], [1.0])
+_D = pp.DiscretePrior([0, 1, 2], [0.2, 0.5, 0.3])
+_CELLS = pp.IndependentCellsPrior([stats.poisson(2.0), stats.poisson(3.0)])
+_RR = pp.RandomizedResponse(1.0, 3)
+
+#: (prior, mechanism, a non-finite output, the part of t it is in): every supported combination
+NON_FINITE = [
+    (_G2, pp.ExactMean(), np.nan, "t"),
+    (_G2, pp.LinearStatistic([[1.0, 1.0], [1.0, -1.0]]), [1.0, np.inf], "t"),
+    (_G2, pp.GaussianMechanism(1.0), [np.nan, 0.0], "t"),
+    (_G2, pp.Chain(pp.ExactMean(), pp.GaussianMechanism(1.0)), -np.inf, "t"),
+    (_G2, pp.Chain(pp.ExactMean(), pp.LaplaceMechanism(1.0)), np.nan, "t"),
+    (_G2, pp.LinearGaussian([[1.0, 0.0]], R=1.0), [np.nan], "t"),
+    (_D, _RR, np.nan, "t"),
+    (_D, pp.LaplaceMechanism(1.0), [np.nan], "t"),
+    (_D, pp.ExactMean(), np.inf, "t"),
+    (_CELLS, pp.CellSuppression(3), [np.nan, 3.0], "t"),
+    (_D, pp.Joint(_RR, _RR), (np.nan, 0), "t[0]"),
+    (_D, pp.Joint(_RR, _RR), (0, np.nan), "t[1]"),
+    (
+        _G1,
+        pp.Composition(pp.GaussianMechanism(1.0), pp.GaussianMechanism(2.0)),
+        ([0.0], [np.nan]),
+        "t[1]",
+    ),
+]
+
+
+@pytest.mark.parametrize(("prior", "mech", "t", "part"), NON_FINITE)
+def test_non_finite_output_is_refused_naming_t(prior, mech, t, part) -> None:  # type: ignore[no-untyped-def]
+    # Before: a NaN mean (Gaussian), a "probability zero" message or a NaN loss.
+    with pytest.raises(pp.ValidationError) as err:
+        pp.posterior(prior, mech, t)
+    assert str(err.value).startswith(f"{part} must contain only finite numbers; got ")
+    x = prior.sample(1, rng=0)[0]
+    with pytest.raises(pp.ValidationError, match=rf"^{re.escape(part)} must contain only finite"):
+        pp.relative_loss(pp.LogScore(), prior, mech, x, t=t)
+    with pytest.raises(pp.ValidationError, match=rf"^{re.escape(part)} must contain only finite"):
+        pp.log_evidence(prior, mech, t)
+
+
+@pytest.mark.parametrize(
+    ("prior", "mech", "t", "message"),
+    [
+        (
+            _G2,
+            pp.LinearStatistic([[1.0, 1.0], [1.0, -1.0]]),
+            [1.0, 2.0, 3.0],  # before: numpy's matmul shape error
+            "t must have shape (2,) for LinearStatistic on datasets of n = 2; got shape (3,)",
+        ),
+        (
+            _G2,
+            pp.ExactMean(),
+            [1.0, 2.0],
+            "t must have a single number (or shape (1,)) for ExactMean on datasets of n = 2; "
+            "got shape (2,)",
+        ),
+        (
+            _G2,
+            pp.GaussianMechanism(1.0),
+            [[0.0, 1.0]],
+            "t must have shape (2,) for GaussianMechanism on datasets of n = 2; got shape (1, 2)",
+        ),
+        (
+            _G2,
+            pp.Chain(pp.LinearStatistic([[1.0, 0.0], [0.0, 1.0]]), pp.GaussianMechanism(1.0)),
+            0.5,
+            "t must have shape (2,) for Chain on datasets of n = 2; got shape ()",
+        ),
+        (
+            _CELLS,
+            pp.CellSuppression(3),
+            [5.0],
+            "t must have shape (2,) for CellSuppression on datasets of n = 2; got shape (1,)",
+        ),
+        (_D, _RR, [0, 1], "t must have a single number (or shape (1,)) for RandomizedResponse"),
+        (_D, pp.Joint(_RR, _RR), 1, "t must be a pair (t1, t2) for Joint; got 1"),
+        (_G1, pp.Composition(pp.ExactMean(), pp.ExactMean()), [1.0], "t must be a pair (t1, t2)"),
+        (_G2, pp.ExactMean(), "1.5", "t must be numeric (an output of the mechanism); got '1.5'"),
+        (_G2, pp.GaussianMechanism(1.0), [[1.0], [1.0, 2.0]], "t must be numeric"),
+    ],
+)
+def test_wrong_output_shape_is_refused_naming_t(prior, mech, t, message: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(pp.ValidationError) as err:
+        pp.posterior(prior, mech, t)
+    assert str(err.value).startswith(message)
+
+
+def test_valid_outputs_of_every_shape_are_accepted() -> None:
+    # a single number may be given as a number or as shape (1,)
+    a = pp.posterior(_G2, pp.ExactMean(), 1.0)
+    b = pp.posterior(_G2, pp.ExactMean(), [1.0])
+    np.testing.assert_array_equal(a.mean(), b.mean())
+    assert pp.posterior(_D, _RR, np.float64(2.0)).probs.sum() == pytest.approx(1.0)
+    assert pp.posterior(_D, pp.Joint(_RR, _RR), [1, 2]).dim == 1  # a list pair is a pair
+    with pytest.raises(pp.ValidationError, match="prior must be a Prior"):
+        pp.posterior("N(0, 1)", pp.ExactMean(), 0.0)  # type: ignore[arg-type]
+    with pytest.raises(pp.ValidationError, match="mechanism must be a Mechanism"):
+        pp.posterior(_G2, "mean", 0.0)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- huge and tiny scales
+
+HALF = np.array([[0.5, -0.5], [-0.5, 0.5]])
+
+
+@pytest.mark.parametrize("s", [1e308, 1e300, 1.0, 1e-300, 1e-306])
+def test_exact_mean_posterior_at_extreme_scales_against_closed_form(s: float) -> None:
+    # N(0, s I_2) given (x1 + x2)/2 = t: mean (t, t), covariance (s/2) [[1, -1], [-1, 1]].
+    # Before: diag(1e308, 1e308) overflowed to a NaN posterior (so a loss of 0.0).
+    t = 0.75 * math.sqrt(s)
+    post = pp.posterior(pp.GaussianPrior([0.0, 0.0], [s, s]), pp.ExactMean(), t)
+    np.testing.assert_allclose(post.mean(), [t, t], rtol=1e-14)
+    np.testing.assert_allclose(post.cov(), s * HALF, rtol=1e-14, atol=0)
+
+
+def test_sum_statistic_of_a_huge_prior_does_not_overflow() -> None:
+    # T = x1 + x2 has variance 2e308 (not a float); the posterior is finite and exact.
+    s = 1e308
+    post = pp.posterior(pp.GaussianPrior([0.0, 0.0], [s, s]), pp.LinearStatistic([[1.0, 1.0]]), 3.0)
+    np.testing.assert_allclose(post.mean(), [1.5, 1.5], rtol=1e-14)
+    np.testing.assert_allclose(post.cov(), s * HALF, rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("s", "sigma"), [(1e308, 1.0), (1.0, 1e-150), (1e-300, 1e-150), (4.0, 1e-9)]
+)
+def test_noisy_posterior_when_the_data_dominate(s: float, sigma: float) -> None:
+    # x ~ N(0, s), T = x + N(0, σ²): mean t s/(s + σ²), variance 1/(1/s + 1/σ²). With
+    # σ² ≪ s the variance is a tiny fraction of the prior's; before, it was either the
+    # difference of two huge numbers or zeroed as "exactly known" (a loss of -inf).
+    t = 0.3 * sigma
+    post = pp.posterior(pp.GaussianPrior([0.0], [s]), pp.GaussianMechanism(sigma), [t])
+    var = 1.0 / (1.0 / s + 1.0 / sigma**2)
+    assert post.cov()[0, 0] == pytest.approx(var, rel=1e-13)
+    assert post.mean()[0] == pytest.approx(t * (s / (s + sigma**2)), rel=1e-13)
+
+
+@pytest.mark.parametrize("s", [1e308, 1e-300])
+def test_log_evidence_at_extreme_scales_against_closed_form(s: float) -> None:
+    # T = x1 + x2 + N(0, 1) under N(0, s I): T ~ N(0, 2s + 1), 2s + 1 computed in logs.
+    t = 2.0
+    mech = pp.Chain(pp.LinearStatistic([[1.0, 1.0]]), pp.GaussianMechanism(1.0))
+    log_var = math.log(2.0) + math.log(s) if s > 1 else math.log1p(2.0 * s)
+    expected = -0.5 * (math.log(2 * math.pi) + log_var + t * t / (2.0 * s + 1.0))
+    got = pp.log_evidence(pp.GaussianPrior([0.0, 0.0], [s, s]), mech, t)
+    assert got == pytest.approx(expected, rel=1e-14)
+
+
+def _laplace_reference(mu: float, sd: float, b: float, t: float) -> tuple[float, float]:
+    """Posterior mean and variance of x ~ N(mu, sd²) given t = x + Lap(b), by mpmath quadrature
+    at 50 digits (split at t, where the likelihood has its kink)."""
+    mpmath.mp.dps = 50
+    mu_, sd_, b_, t_ = (mpmath.mpf(v) for v in (mu, sd, b, t))
+
+    def w(x: Any) -> Any:
+        return mpmath.exp(-((x - mu_) ** 2) / (2 * sd_**2) - abs(t_ - x) / b_)
+
+    lo, hi = min(mu_, t_) - 40 * sd_, max(mu_, t_) + 40 * sd_
+    pts = sorted({lo, t_ - 60 * b_, t_, t_ + 60 * b_, hi})
+    pts = [p for p in pts if lo <= p <= hi]
+    z = mpmath.quad(w, pts)
+    m1 = mpmath.quad(lambda x: x * w(x), pts) / z
+    m2 = mpmath.quad(lambda x: (x - m1) ** 2 * w(x), pts) / z
+    return float(m1), float(m2)
+
+
+@pytest.mark.parametrize(
+    ("sd", "b", "t"),
+    [(1.0, 1.0, 0.7), (1.0, 1e-3, 0.5), (1.0, 1e-5, -0.2), (1e3, 1.0, 10.0), (1.0, 30.0, 2.0)],
+)
+def test_laplace_posterior_is_accurate_when_the_noise_is_small(
+    sd: float, b: float, t: float
+) -> None:
+    # Chain(ExactMean, Laplace) on n = 1: posterior moments against 50-digit quadrature. For
+    # b/sd = 1e-5 the former formula lost every digit of the variance (≈ 2 b²) to cancellation.
+    prior = pp.GaussianPrior([0.0], [sd**2])
+    post = pp.posterior(prior, pp.Chain(pp.ExactMean(), pp.LaplaceMechanism(b)), t)
+    m, v = _laplace_reference(0.0, sd, b, t)
+    assert post.mean()[0] == pytest.approx(m, rel=1e-10, abs=1e-14 * sd)
+    assert post.cov()[0, 0] == pytest.approx(v, rel=1e-9)
+
+
+def test_laplace_posterior_of_a_huge_prior_is_the_flat_prior_limit() -> None:
+    # N(0, diag(1e308, 1e308)), T = x̄ + Lap(1): the prior is flat over the noise, so
+    # x̄ | T ≈ t + Lap(1) (mean t, variance 2), and Cov(x | x̄) = (s/2)[[1, -1], [-1, 1]].
+    s = 1e308
+    mech = pp.Chain(pp.ExactMean(), pp.LaplaceMechanism(1.0))
+    post = pp.posterior(pp.GaussianPrior([0.0, 0.0], [s, s]), mech, 2.0)
+    np.testing.assert_allclose(post.mean(), [2.0, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(post.cov(), s * HALF + 2.0, rtol=1e-12)
+    ev = pp.log_evidence(pp.GaussianPrior([0.0, 0.0], [s, s]), mech, 2.0)
+    assert ev == pytest.approx(-0.5 * (math.log(2 * math.pi) + math.log(s / 2)), rel=1e-12)
+
+
+def test_posterior_moments_that_overflow_are_refused() -> None:
+    prior = pp.GaussianPrior([1e308, -1e308], [1.0, 1.0])
+    with pytest.raises(pp.UnsupportedCombinationError, match="overflow double precision"):
+        pp.posterior(prior, pp.LinearStatistic([[1.0, -1.0]]), 0.0)

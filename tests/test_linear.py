@@ -245,6 +245,18 @@ def test_certificates():
         (lambda: pp.LinearGaussian([[1.0, 1.0]], [[-1.0]]), "R must be positive semi-definite"),
         (lambda: pp.LinearGaussian([[1.0, 1.0], [1, 0]], [[1.0, 2.0], [2.0, 1.0]]), "R must be"),
         (lambda: analyse([0.0], [[1.0]], [[1.0]]), "n >= 2"),
+        # the shared domains: r1 > 0, r2 > 1, 0 <= delta < 1, as for GaussianMeanClass
+        (
+            lambda: analyse(np.zeros(2), np.eye(2), [[0.5, 0.5]]).kappa(0.0),
+            r"r1 must be in \(0, inf\)",
+        ),
+        (
+            lambda: analyse(np.zeros(2), np.eye(2), [[0.5, 0.5]]).kappa(1.0, 1.0),
+            r"delta must be in \[0, 1\); got 1.0",
+        ),
+        (lambda: LinearGaussianClass(1.0, 1.0), r"r2 must be in \(1, inf\); got 1.0"),
+        (lambda: LinearGaussianClass(1.0, 2.0, max_stat_sd=0.0), r"max_stat_sd must be in \(0,"),
+        (lambda: LinearGaussianClass(1.0, 2.0).class_kappa([[0.5, 0.5]], 1.0, 1.5), "delta must"),
         (
             lambda: LinearGaussianClass(1.0, 4.0).contains(
                 pp.GaussianPrior([0, 0], np.eye(2)), [0, 0], A=np.ones((1, 3))

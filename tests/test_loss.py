@@ -166,3 +166,110 @@ def test_family_loss_equals_worst_member_with_infinite_scores() -> None:
     # Exact mean 1: the Receiver learns x = (1, 1) or (2, 0); member by member vs the family.
     each = [pp.relative_loss(pp.MarginalDSS(i), prior, pp.ExactMean(), [2, 0]) for i in (0, 1)]
     assert pp.relative_loss(pp.MarginalDSS(), prior, pp.ExactMean(), [2, 0]) == max(each)
+
+
+# ---------------------------------------------------------------- huge, tiny, near-singular
+
+
+def test_exact_mean_of_a_huge_prior_loses_log_2() -> None:
+    # The case of the issue: N(0, diag(1e308, 1e308)), exact mean of x = (1, 3). Closed form
+    # (docs/math.md §8 with Σ = s I): the posterior of x_i is N(x̄, s/2), so
+    # D_i(Q) − D_i(Q_T) = log 2 + x_i²/s − 2(x_i − x̄)²/s, i.e. log 2 up to 1e-307.
+    # Before: the covariance overflowed while being symmetrised and the loss was 0.0.
+    s, x = 1e308, np.array([1.0, 3.0])
+    q = pp.GaussianPrior([0.0, 0.0], np.diag([s, s]))
+    expected = max(math.log(2) + xi**2 / s - 2 * (xi - x.mean()) ** 2 / s for xi in x)
+    assert expected == math.log(2)
+    assert pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), x) == pytest.approx(
+        math.log(2), rel=1e-15
+    )
+    for i in (0, 1):
+        got = pp.relative_loss(pp.MarginalDSS(i), q, pp.ExactMean(), x)
+        assert got == pytest.approx(math.log(2), rel=1e-15)
+    # the log score: an exact release of a continuous prior is infinitely informative
+    assert pp.relative_loss(pp.LogScore(), q, pp.ExactMean(), x) == math.inf
+    # the same data through the sum x1 + x2 (whose variance 2e308 is not a float)
+    assert pp.relative_loss(
+        pp.MarginalDSS(), q, pp.LinearStatistic([[1.0, 1.0]]), x
+    ) == pytest.approx(math.log(2), rel=1e-15)
+
+
+def test_noisy_release_of_a_huge_prior_against_closed_forms() -> None:
+    # T = x + N(0, I) under N(0, s I), t = x: the log-score loss is
+    # log N(t; x, I) − log N(t; 0, (s + 1) I) = log(s + 1) + |t|²/(2(s + 1)) (n = 2); the
+    # marginal DSS loss, with posterior N(t s/(s+1), s/(s+1)), is
+    # log(s + 1) + x_i²/s − (x_i/(s + 1))² (s + 1)/s.
+    s, x = 1e308, np.array([1.0, 3.0])
+    q = pp.GaussianPrior([0.0, 0.0], [s, s])
+    log_s1 = math.log(s)  # log(s + 1) in double precision
+    m = pp.GaussianMechanism(1.0)
+    assert pp.relative_loss(pp.LogScore(), q, m, x, t=x) == pytest.approx(log_s1, rel=1e-15)
+    assert pp.relative_loss(pp.MarginalDSS(), q, m, x, t=x) == pytest.approx(log_s1, rel=1e-15)
+    # (before: the posterior variance 1 was "rounding level" next to 1e308 and zeroed: -inf)
+    chain = pp.Chain(pp.ExactMean(), pp.GaussianMechanism(1.0))
+    # T = x̄ + N(0, 1): log N(2; 2, 1) − log N(2; 0, s/2 + 1) = ½ log(s/2) + 2²/(s + 2)
+    assert pp.relative_loss(pp.LogScore(), q, chain, x, t=2.0) == pytest.approx(
+        0.5 * math.log(s / 2), rel=1e-15
+    )
+    dss = pp.relative_loss(pp.DawidSebastiani(), q, m, x, t=x)
+    # log det Σ + |x|²/s − log det V − |x − m|²/v, V = v I, v = s/(s+1), m = x v
+    assert dss == pytest.approx(2 * log_s1, rel=1e-15)
+
+
+@pytest.mark.parametrize("c", [1e-300, 1e-200, 1e200, 1e300])
+def test_marginal_dss_loss_is_scale_invariant(c: float) -> None:
+    # Δ(c Σ, √c x, √c t) = Δ(Σ, x, t) exactly for the marginal DSS (a change of units), checked
+    # where c Σ is near the under- or overflow of a float.
+    rng = np.random.default_rng(7)
+    a = rng.normal(size=(3, 3))
+    cov = a @ a.T + 0.5 * np.eye(3)
+    mu, x = rng.normal(size=3), rng.normal(size=3)
+    r = math.sqrt(c)
+    for mech, t in [
+        (pp.ExactMean(), None),
+        (pp.LinearStatistic([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]]), None),
+        (pp.Chain(pp.ExactMean(), pp.GaussianMechanism(0.5)), 0.4),
+    ]:
+        sigma = 0.5 * r if t is not None else None
+        base = pp.relative_loss(pp.MarginalDSS(), pp.GaussianPrior(mu, cov), mech, x, t=t)
+        scaled_mech = (
+            mech if sigma is None else pp.Chain(pp.ExactMean(), pp.GaussianMechanism(sigma))
+        )
+        scaled = pp.relative_loss(
+            pp.MarginalDSS(),
+            pp.GaussianPrior(r * mu, c * cov),
+            scaled_mech,
+            r * x,
+            t=None if t is None else r * t,
+        )
+        assert scaled == pytest.approx(base, rel=1e-11, abs=1e-11)
+
+
+def test_near_singular_prior_against_exact_rational_arithmetic() -> None:
+    # corr = 1 − 2**-30 (exactly representable): the posterior variance of x_i given x̄ is
+    # (1 − ρ)/2 = 2**-31, a 1e-10 fraction of the prior's. Exact answer by fractions.
+    from fractions import Fraction
+
+    rho = 1 - 2.0**-30
+    q = pp.GaussianPrior([0.0, 0.0], [[1.0, rho], [rho, 1.0]])
+    x = [1.0, 3.0]
+    r = Fraction(rho)
+    var_t = (1 - r) / 2
+    expected = max(math.log(1 / var_t) + xi**2 - float((Fraction(xi) - 2) ** 2 / var_t) for xi in x)
+    got = pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), x)
+    # conditioning limits the accuracy to about eps / (1 − ρ) ≈ 2e-7 relative
+    assert got == pytest.approx(expected, rel=1e-8)
+
+
+def test_huge_data_overflow_to_the_right_infinity() -> None:
+    # x = (1e200, 3e200) under N(0, I): D_1(Q, x) − D_1(Q_T, x) = log 2 + 9e400 − 2e400, not a
+    # float: +inf, never the ∞ − ∞ = 0 of two overflowed squares (before: 0.0).
+    q = pp.GaussianPrior([0.0, 0.0], [1.0, 1.0])
+    assert pp.relative_loss(pp.MarginalDSS(), q, pp.ExactMean(), [1e200, 3e200]) == math.inf
+    # standardised first: 1e150 sd away overflows nothing
+    assert pp.relative_loss(
+        pp.MarginalDSS(0),
+        pp.GaussianPrior([0.0, 0.0], [1e300, 1e300]),
+        pp.ExactMean(),
+        [1e150, 1e150],
+    ) == pytest.approx(math.log(2) + 1e300 / 1e300, rel=1e-14)

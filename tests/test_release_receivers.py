@@ -16,6 +16,7 @@ from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
     SmallCellReceiver,
+    check_thresholds,
     receiver_from_dict,
 )
 
@@ -186,3 +187,54 @@ def test_alpha_nondecreasing_in_h(lo: float, width: float, size: float, h: int) 
         a, b = rc.alpha(h), rc.alpha(h + 1)
         assert 0.0 <= a <= b <= 1.0
         assert rc.kappa(h) >= rc.kappa(h + 1) >= 0.0
+
+
+@pytest.mark.parametrize(
+    ("h", "r", "message"),
+    [
+        (10**30, None, "h must be an integer in [2, 1000000]; got 1000000000000000000000000000000"),
+        (1e30, None, "h must be an integer in [2, 1000000]; got 1e+30"),
+        (2**31 - 1, None, "h must be an integer in [2, 1000000]; got 2147483647"),
+        (0, None, "h must be an integer >= 2: counts below h are suppressed"),
+        (2.5, None, "h must be an integer; got 2.5"),
+        (5, 1, "r must be an integer in [2, 1000000]; got 1"),
+        (5, 6, "r = 6 exceeds h = 5"),
+    ],
+)
+def test_thresholds_are_checked_against_the_declared_domain(h, r, message: str) -> None:  # type: ignore[no-untyped-def]
+    # A huge --h reaches a clear error, never scipy (before: an overflow inside poisson.cdf).
+    with pytest.raises(pp.ValidationError) as err:
+        check_thresholds(h, r)
+    assert str(err.value).startswith(message)
+
+
+def test_largest_threshold_is_usable() -> None:
+    from persuasive import _domains as dm
+
+    assert check_thresholds(dm.H_MAX) == (dm.H_MAX, dm.H_MAX)
+    alpha = PoissonReceiver(0.0, 4.0).alpha(dm.H_MAX)
+    assert alpha == pytest.approx(1.0, rel=1e-11) and alpha <= 1.0
+    assert SmallCellReceiver(0.5).worst_prior(dm.H_MAX).sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda v: SmallCellReceiver(v), "alpha"),
+        (lambda v: PoissonReceiver(v, 10.0), "mean_min"),
+        (lambda v: PoissonReceiver(0.0, v), "mean_max"),
+        (lambda v: NegativeBinomialReceiver(0.0, 2.0, v), "size"),
+    ],
+)
+@given(st.data())
+def test_receiver_parameters_follow_their_declared_domain(make, name: str, data) -> None:  # type: ignore[no-untyped-def]
+    from strategies import invalid_value, valid_value
+
+    from persuasive import _domains as dm
+
+    params = {"alpha": dm.SMALL_CELL_ALPHA, "mean_min": dm.CELL_MEAN, "mean_max": dm.CELL_MEAN}
+    p = params.get(name, dm.NEGBIN_SIZE)
+    good = data.draw(valid_value(p).filter(lambda x: name != "mean_min" or x <= 10.0))
+    make(good)
+    with pytest.raises(pp.ValidationError, match=f"^{name} must"):
+        make(data.draw(invalid_value(p)))

@@ -219,6 +219,16 @@ def test_smallcell_rejects_bad_parameters(kw: dict[str, object], name: str) -> N
         pp.SmallCellLogScore(**kw)  # type: ignore[arg-type]
 
 
+def test_smallcell_threshold_is_at_least_two_as_in_the_spec() -> None:
+    # §5.2 takes r >= 2; before, the API accepted r = 1 although the spec rejected it.
+    with pytest.raises(pp.ValidationError) as err:
+        pp.SmallCellLogScore(r=1)
+    assert str(err.value) == "r must be an integer in [2, 1000000]; got 1"
+    with pytest.raises(pp.ValidationError, match=r"r must be an integer in \[2, 1000000\]"):
+        pp.SmallCellLogScore(0, r=10**7)
+    assert pp.SmallCellLogScore(r=2).r == 2 and pp.SmallCellLogScore(r=2.0).r == 2
+
+
 def test_smallcell_cell_suppression_relative_loss_math_md_9() -> None:
     law = stats.poisson(4.0)
     q = pp.IndependentCellsPrior([law])

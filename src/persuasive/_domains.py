@@ -115,6 +115,8 @@ _NDIM_TEXT = {
 def _fmt(x: float | None, default: str) -> str:
     if x is None:
         return default
+    if isinstance(x, int):
+        return str(x)
     if float(x).is_integer() and abs(x) < 1e15:
         return str(int(x))  # 1000000, not 1e+06
     return f"{x:g}"

@@ -131,7 +131,10 @@ def check_output(mechanism: Mechanism, t: Any, n: int | None, name: str = "t") -
             for i, (m, ti) in enumerate(zip(parts, t, strict=True))
         )
     try:
-        arr = np.asarray(t, dtype=np.float64)
+        arr = np.asarray(t)
+        if arr.dtype.kind not in "iuf":  # not strings, booleans or objects
+            raise TypeError
+        arr = arr.astype(np.float64)
     except (TypeError, ValueError):
         raise ValidationError(
             f"{name} must be numeric (an output of the mechanism); got {echo(t)}"

@@ -51,6 +51,44 @@ def _noise_eig(
     return rho, u, exact | (rho == 0.0)
 
 
+def _update(
+    mu: NDArray[np.float64],
+    f: NDArray[np.float64],
+    a1: NDArray[np.float64],
+    w: NDArray[np.float64],
+    rho: NDArray[np.float64],
+    exact: NDArray[np.bool_],
+    t1: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The square-root update of :func:`gaussian_condition` in scaled units: the posterior mean
+    and a factor F of the (scaled) posterior covariance F Fᵀ."""
+    a_rot = w.T @ a1  # statistics rotated so that their noises are independent
+    y = w.T @ (t1 - a1 @ mu)
+    dm = np.zeros_like(mu)
+    if exact.any():
+        b = a_rot[exact] @ f
+        u, s, vt = np.linalg.svd(b, full_matrices=True)
+        keep = s * s > tol.PSD_RTOL * float(s[0]) ** 2 if s.size and s[0] > 0 else s > 0
+        r = int(keep.sum())
+        resid = y[exact] - a_rot[exact] @ dm
+        dm = dm + f @ (vt[:r].T @ ((u[:, :r].T @ resid) / s[:r]))
+        f = f @ vt[r:].T  # the directions the exact statistics leave free
+    noisy = ~exact
+    if noisy.any() and f.shape[1]:
+        scale = 1.0 / np.sqrt(rho[noisy])
+        c = scale[:, None] * (a_rot[noisy] @ f)
+        resid = scale * (y[noisy] - a_rot[noisy] @ dm)
+        u, s, vt = np.linalg.svd(c, full_matrices=True)
+        r = s.size
+        with np.errstate(divide="ignore"):
+            gain = np.where(s > 0, 1.0 / (s + 1.0 / s), 0.0)
+            shrink = 1.0 / (1.0 + s * s)
+        dm = dm + f @ (vt[:r].T @ (gain * (u[:, :r].T @ resid)))
+        d = np.concatenate([np.sqrt(shrink), np.ones(vt.shape[0] - r)])
+        f = f @ (vt.T * d)
+    return mu + dm, f
+
+
 def gaussian_condition(
     mean: NDArray[np.float64],
     cov: NDArray[np.float64],
@@ -97,32 +135,10 @@ def gaussian_condition(
     f = _factor(np.ldexp(cov, -2 * half))
     noise = np.asarray(noise_var, dtype=np.float64)
     rho, w, exact = _noise_eig(noise, k, 2 * ea + 2 * half)
-    a_rot = w.T @ a1  # statistics rotated so that their noises are independent
-    with np.errstate(over="ignore", invalid="ignore"):
-        y = w.T @ (np.ldexp(np.asarray(t, dtype=np.float64).reshape(k), -ea) - a1 @ mu)
-    dm = np.zeros_like(mu)
-    if exact.any():
-        b = a_rot[exact] @ f
-        u, s, vt = np.linalg.svd(b, full_matrices=True)
-        keep = s * s > tol.PSD_RTOL * float(s[0]) ** 2 if s.size and s[0] > 0 else s > 0
-        r = int(keep.sum())
-        resid = y[exact] - a_rot[exact] @ dm
-        dm = dm + f @ (vt[:r].T @ ((u[:, :r].T @ resid) / s[:r]))
-        f = f @ vt[r:].T  # the directions the exact statistics leave free
-    noisy = ~exact
-    if noisy.any() and f.shape[1]:
-        scale = 1.0 / np.sqrt(rho[noisy])
-        c = scale[:, None] * (a_rot[noisy] @ f)
-        resid = scale * (y[noisy] - a_rot[noisy] @ dm)
-        u, s, vt = np.linalg.svd(c, full_matrices=True)
-        r = s.size
-        with np.errstate(divide="ignore", over="ignore"):
-            gain = np.where(s > 0, 1.0 / (s + 1.0 / s), 0.0)
-            shrink = 1.0 / (1.0 + s * s)
-        dm = dm + f @ (vt[:r].T @ (gain * (u[:, :r].T @ resid)))
-        d = np.concatenate([np.sqrt(shrink), np.ones(vt.shape[0] - r)])
-        f = f @ (vt.T * d)
-    m = mu + dm
+    with np.errstate(over="ignore", invalid="ignore"):  # non-finite results refused below
+        m, f = _update(
+            mu, f, a1, w, rho, exact, np.ldexp(np.asarray(t, dtype=np.float64).reshape(k), -ea)
+        )
     v = np.ldexp(f @ f.T, 2 * half)
     v = 0.5 * v + 0.5 * v.T
     if exact.any():
