@@ -65,7 +65,8 @@ def test_group_means_match_per_group_prop7():
     assert got == pytest.approx(ref, rel=1e-12)
     single = release_mean(df["y"].to_numpy()[:10], r1=2.0, r2=3.0).certificate
     assert rel.certificate.to_dict() == single.to_dict()  # max over groups of equal kappas
-    assert rel.kind == "group_means" and rel.summary()["n_groups"] == 5
+    assert rel.kind == "mean" and rel.params.group == "g" and rel.summary()["n_groups"] == 5
+    assert rel.published.columns == ["g", "mean"]  # the group sizes stay with the custodian
     spec_from_dict(rel.spec)
     lazy = release_group_means(df.lazy(), value="y", group="g", r1=2.0, r2=3.0)
     # Same groups and sizes; the means agree to rounding (polars may sum in another order).
@@ -94,8 +95,13 @@ def test_group_means_noise_and_refusals():
 @pytest.mark.parametrize(
     ("frame", "kw", "msg"),
     [
-        (pl.DataFrame({"g": ["a"], "y": [1.0]}), {"value": "z", "group": "g"}, "value = 'z'"),
-        (pl.DataFrame({"g": ["a"], "y": ["x"]}), {"value": "y", "group": "g"}, "must be numeric"),
+        (
+            pl.DataFrame({"g": ["a"], "y": [1.0]}),
+            {"value": "z", "group": "g"},
+            "'z' does not exist",
+        ),
+        (pl.DataFrame({"g": ["a"], "y": ["x"]}), {"value": "y", "group": "g"}, "'x', not a number"),
+        (pl.DataFrame({"g": ["a"], "y": [True]}), {"value": "y", "group": "g"}, "not numbers"),
         (
             pl.DataFrame({"g": ["a", "a"], "y": [1.0, None]}),
             {"value": "y", "group": "g"},
@@ -106,7 +112,11 @@ def test_group_means_noise_and_refusals():
             {"value": "y", "group": "g"},
             "NaN",
         ),
-        (pl.DataFrame({"g": ["a", None], "y": [1.0, 2.0]}), {"value": "y", "group": "g"}, "keys"),
+        (
+            pl.DataFrame({"g": ["a", None], "y": [1.0, 2.0]}),
+            {"value": "y", "group": "g"},
+            "'g' at row 2 is missing",
+        ),
         (
             pl.DataFrame({"g": [], "y": []}, schema={"g": pl.String, "y": pl.Float64}),
             {"value": "y", "group": "g"},
