@@ -130,14 +130,27 @@ def test_cli_private_release_writes_files(csv: Path, frame: pl.DataFrame, tmp_pa
         "--stat", "g1:sum:g = 1", "--r1", R1, "--r2", R2, "--out", out, "--quiet",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == ["certificate.json", "released.csv"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".persuasive-output.json",
+        "certificate.json",
+        "released.csv",
+    ]
     published = pl.read_csv(out / "released.csv")
     y, g = frame["y"].to_numpy(), frame["g"].to_numpy()
     np.testing.assert_allclose(published["value"].to_numpy(), [y.mean(), y[g == 1].sum()])
     cert = json.loads((out / "certificate.json").read_text())
     assert cert["guarantee"]["kappa"] == pytest.approx(R1 + math.log(R2))
-    assert cert["spec"]["mechanism"]["statistics"][1]["where"] == "g = 1"
+    assert cert["claim"]["spec"]["mechanism"]["statistics"][1]["where"] == "g = 1"
+    # the design states who each statistic covers (the query), never the values
+    rows = [s["rows"] for s in cert["claim"]["design"]["statistics"]]
+    assert cert["claim"]["design"]["n"] == frame.height and rows == [
+        frame.height,
+        int((g == 1).sum()),
+    ]
     assert str(round(float(y.mean()), 4)) not in json.dumps(cert)  # no data in the certificate
+    for extra in ([], ["--published", str(out)]):
+        check = run("verify", out / "certificate.json", *extra)
+        assert check.exit_code == 0, check.output
 
 
 def test_cli_differencing_exits_1_and_names_the_row(csv: Path, tmp_path: Path) -> None:
@@ -180,7 +193,7 @@ def test_cli_stats_file(csv: Path, tmp_path: Path) -> None:
         ("a:median:true", "y", "kind must be"),
         ("a:mean", "y", "--stat must be NAME:KIND:WHERE"),
         ("a:mean:true", "nan_col", "statistic 'a'.*NaN"),
-        ("a:mean:true", "label", "not numbers"),
+        ("a:mean:true", "label", "'label'.*'p0', not a number"),
     ],
 )
 def test_cli_bad_input_exit_2_nothing_written(
@@ -208,8 +221,9 @@ def test_cli_target_kappa_calibrates_noise(csv: Path, tmp_path: Path) -> None:
               "--target-kappa", target, "--out", tmp_path / "o", "--json")  # fmt: skip
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
-    assert doc["noise_sd"] > 0
-    assert doc["certificate"]["guarantee"]["kappa"] <= target + 1e-9
+    assert doc["certificate"]["claim"]["spec"]["mechanism"]["noise"]["sigma"] > 0
+    assert doc["certificate"]["guarantee"]["kappa"] <= target
+    assert doc["holds"] is True and doc["certificate"]["guarantee"]["holds"] is True
 
 
 def test_cli_withhold_drops_the_differencing_statistic(csv: Path, tmp_path: Path) -> None:
