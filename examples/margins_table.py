@@ -69,11 +69,14 @@ def planned(target_kappa: float = TARGET_KAPPA, bound: str = "publication") -> M
     )
 
 
-def check(release: MarginRelease, out: Path) -> Any:
-    """Write the release into ``out`` and verify its certificate from the published files."""
+def check(release: MarginRelease, out: Path, *, report: bool = False) -> Any:
+    """Write the release into the new folder ``out`` (with its report if asked) and verify its
+    certificate from the published files alone."""
+    from persuasive.files.output import OutputFolder
+    from persuasive.release.pipeline import publish
     from persuasive.report.verify import verify_certificate
 
-    files = release.write(out)
+    files = publish(release, OutputFolder(out), report=report).files
     return verify_certificate(files["certificate"], published=[files["released"], files["margins"]])
 
 
@@ -97,11 +100,7 @@ def main(out: str | None = None) -> dict[str, Any]:
     )
     print(f"3. ours: {comp['planner']['explain']}")
     folder = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="margins-example-"))
-    verified = check(ours, folder)
-    if out is not None:
-        from persuasive.report.margins import write_margins_report
-
-        write_margins_report(folder / "report", ours)
+    verified = check(ours, folder, report=out is not None)
     print(f"   certificate: {verified.explain().splitlines()[0]}")
     print(f"   written to {folder} in {time.perf_counter() - t0:.1f} s")
     return {"primary": first, "planned": ours, "verified": verified}
