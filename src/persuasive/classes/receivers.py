@@ -268,10 +268,11 @@ class NegativeBinomialReceiver(Receiver):
 
 
 #: ``model -> (class, keys)`` for :func:`receiver_from_dict`.
+#: The keys are the declared parameters (:data:`persuasive._domains.RECEIVERS`).
 MODELS: dict[str, tuple[type[Receiver], tuple[str, ...]]] = {
-    "small_cell": (SmallCellReceiver, ("alpha",)),
-    "poisson": (PoissonReceiver, ("mean_min", "mean_max")),
-    "negative_binomial": (NegativeBinomialReceiver, ("mean_min", "mean_max", "size")),
+    "small_cell": (SmallCellReceiver, tuple(dm.RECEIVERS["small_cell"])),
+    "poisson": (PoissonReceiver, tuple(dm.RECEIVERS["poisson"])),
+    "negative_binomial": (NegativeBinomialReceiver, tuple(dm.RECEIVERS["negative_binomial"])),
 }
 
 

@@ -7,8 +7,10 @@ input of the command line (``persuasive certify SPEC.toml``; see ``docs/cli.md``
 
 Every table is closed: an unknown key is an error that names the key path and lists the allowed
 keys, and every value is checked against the domain declared for it in :data:`MECHANISMS`,
-:data:`SCORES`, :data:`PRIOR_CLASSES`, :data:`DEFINITION` and :data:`AUDIT` (the same
-declarations drive the documentation and the property tests). Errors are
+:data:`SCORES`, :data:`PRIOR_CLASSES`, :data:`DEFINITION` and :data:`AUDIT`. Those domains are
+the ones of :mod:`persuasive._domains`, which the Python constructors validate with too, so a
+value the API accepts the spec accepts, and the other way round (the same declarations drive
+the documentation, the command line and the property tests). Errors are
 :class:`~persuasive.errors.ValidationError` naming the field, e.g.
 ``definition.delta must be in [0, 1); got 1.5``.
 
