@@ -16,8 +16,9 @@ import polars as pl
 import pytest
 
 from persuasive.classes.receivers import PoissonReceiver
+from persuasive.files.output import OutputFolder
+from persuasive.release.pipeline import publish
 from persuasive.release.tables import release_table
-from persuasive.report import write_report
 
 FLAGS = (
     "--headless",
@@ -48,7 +49,8 @@ def test_report_loads_with_every_image(tmp_path: Path) -> None:
     browser = _chromium()
     frame = pl.DataFrame({"area": [f"a{i:02d}" for i in range(40)], "n": list(range(40))})
     release = release_table(frame, keys="area", count="n", h=5, receiver=PoissonReceiver(1, 8))
-    page = write_report(tmp_path / "report", release, target_kappa=1.5)["html"]
+    out = publish(release, OutputFolder(tmp_path / "out"), report=True, target_kappa=1.5)
+    page = out.files["report"]
     profile = tmp_path / "profile"
     result = subprocess.run(
         [browser, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.as_uri()],
