@@ -16,8 +16,9 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from persuasive.cli import app
+from persuasive.files.output import MARKER, OutputFolder
 from persuasive.release.data import load_cancer_counts, load_fair
-from persuasive.release.demo import CANCER_H, CANCER_MEAN, CANCER_SIZE, FAIR_R, atomic_directory
+from persuasive.release.demo import CANCER_H, CANCER_MEAN, CANCER_SIZE, FAIR_R
 
 runner = CliRunner()
 
@@ -48,8 +49,8 @@ def test_fair_offline(offline: None) -> None:
     assert sorted(fair["religious"].unique().to_list()) == [1, 2, 3, 4]
 
 
-def test_atomic_directory_leaves_nothing_on_error(tmp_path: Path) -> None:
-    with pytest.raises(RuntimeError), atomic_directory(tmp_path / "out") as tmp:
+def test_output_folder_leaves_nothing_on_error(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), OutputFolder(tmp_path / "out", kind="demo") as tmp:
         (tmp / "half.txt").write_text("half")
         raise RuntimeError("late failure")
     assert list(tmp_path.iterdir()) == []
@@ -77,6 +78,9 @@ def test_demo_runs(demo_dir: tuple[Path, Any, float]) -> None:
     assert (out / "input" / "cancer_counts.csv").is_file() and (
         out / "input" / "fair.csv"
     ).is_file()
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["kind"] == "demo"
+    assert "cancer_table/certificate.json" in marker["files"]
     assert result.stdout.count("verified") >= 3 and "NOT verified" not in result.stdout
     assert "refused" in result.stdout  # the correlated-groups case is refused, with its reason
     assert "nats" in result.stdout
@@ -90,11 +94,14 @@ def test_demo_table_matches_closed_form(demo_dir: tuple[Path, Any, float]) -> No
     assert doc["guarantee"]["kappa"] == pytest.approx(-math.log(alpha), rel=1e-9)
     released = pl.read_csv(out / "cancer_table" / "released.csv")
     original = load_cancer_counts()
+    assert released["county"].to_list() == original["county"].to_list()
     small = original["cancer"] < CANCER_H
     assert released["cancer"].is_null().to_list() == small.to_list()
     assert (
         released.filter(~small)["cancer"].to_list() == original.filter(~small)["cancer"].to_list()
     )
+    assert doc["publication"]["cells"] == 301
+    assert doc["publication"]["suppressed"] == int(small.sum())
 
 
 def test_demo_means_match(demo_dir: tuple[Path, Any, float]) -> None:
@@ -107,9 +114,12 @@ def test_demo_means_match(demo_dir: tuple[Path, Any, float]) -> None:
 
 
 def test_demo_certificates_verify(demo_dir: tuple[Path, Any, float]) -> None:
-    for cert in sorted(demo_dir[0].glob("*/certificate.json")):
-        result = runner.invoke(app, ["verify", str(cert)])
-        assert result.exit_code == 0, result.output
+    certs = sorted(demo_dir[0].glob("*/certificate.json"))
+    assert len(certs) == 3
+    for cert in certs:
+        for extra in ([], ["--published", str(cert.parent)]):
+            result = runner.invoke(app, ["verify", str(cert), *extra])
+            assert result.exit_code == 0, result.output
 
 
 def test_demo_rerun_and_refusal(tmp_path: Path) -> None:
@@ -129,3 +139,10 @@ def test_demo_rerun_and_refusal(tmp_path: Path) -> None:
     (line,) = refused.stderr.strip().splitlines()
     assert line.startswith("error: ") and "--force" in line
     assert sorted(p.name for p in other.iterdir()) == ["mine.txt"]
+    forced = runner.invoke(app, ["demo", str(other), "--quiet", "--force"])  # never yours
+    assert forced.exit_code == 2 and "not written by persuasive" in forced.stderr
+    assert sorted(p.name for p in other.iterdir()) == ["mine.txt"]
+    (out / "mine.txt").write_text("x")  # a file of yours inside an earlier demo: kept
+    kept = runner.invoke(app, ["demo", str(out), "--quiet", "--force"])
+    assert kept.exit_code == 2 and "mine.txt" in kept.stderr
+    assert (out / "mine.txt").read_text() == "x"
