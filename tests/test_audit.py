@@ -201,7 +201,8 @@ def test_ppe_rr_kl_exact() -> None:
     eps0 = 1.0
     p = math.exp(eps0) / (1 + math.exp(eps0))
     kl = (2 * p - 1) * eps0  # KL(RR(0) || RR(1))
-    a = pp.audit(pp.RandomizedResponse(eps0, 2), pp.renyi_dp(1, 1.0))
+    d = pp.PersuasivePrivacyExpectation(pp.LogScore(), pp.NeighbourPriors(), 1.0, pp.Mean())
+    a = pp.audit(pp.RandomizedResponse(eps0, 2), d)  # Prop 11: the mean risk is KL
     assert a.kappa == pytest.approx(kl, abs=1e-9) and a.kappa <= kl + tol.LOSS_ATOL
 
 

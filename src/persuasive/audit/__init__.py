@@ -14,7 +14,14 @@ FiniteKernel, RandomizedResponse,       NeighbourPriors (Prop 6) / FiniteClass  
 Joint / Chain of finite kernels,
 deterministic releases
 Laplace, Gaussian, geometric noise      NeighbourPriors (Prop 6)                monte-carlo
+Composition / ComposedRelease           NeighbourPriors (Prop 6, summed loss)   enumeration
+                                                                                (small finite)
+                                                                                or monte-carlo
 ======================================  ======================================  ===============
+
+Monte Carlo draws are generated in chunks of bounded memory (:mod:`persuasive.audit.stream`),
+so any ``n_samples`` up to :data:`~persuasive.audit.stream.MAX_SAMPLES` runs without holding
+all draws at once.
 
 Persuasive Privacy in expectation (App. C) is audited by enumeration (finite outputs) or Monte
 Carlo with a CLT lower confidence bound. Anything else raises
@@ -32,10 +39,18 @@ from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.audit.core import q_grid_or_default
 from persuasive.audit.noisy_mean_laplace import is_laplace_mean, laplace_mean_audit
+from persuasive.audit.stream import MAX_SAMPLES
 from persuasive.classes import FiniteClass, GaussianMeanClass, NeighbourPriors, SmallCellClass
 from persuasive.definitions import PersuasivePrivacy, PersuasivePrivacyExpectation
 from persuasive.errors import UnsupportedCombinationError, ValidationError
-from persuasive.mechanisms import CellSuppression, ExactMean, GaussianMechanism, Mechanism
+from persuasive.mechanisms import (
+    CellSuppression,
+    Composition,
+    ExactMean,
+    GaussianMechanism,
+    Mechanism,
+)
+from persuasive.mechanisms.composed import ComposedRelease
 from persuasive.results import Audit
 from persuasive.scores import LogScore, MarginalDSS
 
@@ -49,6 +64,18 @@ def _unsupported(
     return UnsupportedCombinationError(
         f"no audit for {type(mechanism).__name__} x {type(definition.priors).__name__} "
         f"({', '.join(type(s).__name__ for s in definition.scores)}){': ' + why if why else ''}"
+    )
+
+
+def _check_rng(rng: Any) -> Any:
+    """``rng`` if it is None, a seed (an int >= 0) or a numpy Generator, else ValidationError."""
+    if rng is None or isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and int(rng) >= 0:
+        return int(rng)
+    raise ValidationError(
+        "rng must be None (fresh entropy), a non-negative int seed or a "
+        f"numpy.random.Generator; got {v.echo(rng)}"
     )
 
 
@@ -90,9 +117,11 @@ def audit(
         inputs; ``[0]`` for noise mechanisms (translation invariant); ``0..10`` for deterministic
         releases under integer neighbours; zeros of the smallest admissible n for Prop 7.
     rng : None, int or numpy.random.Generator
-        Randomness of Monte Carlo and random search starts.
+        Randomness of Monte Carlo and random search starts: None (fresh entropy), a seed
+        (an int >= 0) or a Generator.
     n_samples : int
-        Monte Carlo sample size per dataset (continuous outputs).
+        Monte Carlo sample size per dataset (continuous outputs), from 2 to
+        ``MAX_SAMPLES`` = 1e10; drawn in chunks, so memory stays bounded.
     confidence : float
         Confidence of Monte Carlo lower bounds, in (0, 1).
     n_starts : int
@@ -110,6 +139,8 @@ def audit(
 
     Raises
     ------
+    ValidationError
+        A bad argument, named (e.g. ``rng="abc"``, ``n_samples`` above ``MAX_SAMPLES``).
     UnsupportedCombinationError
         When no audit method covers the (mechanism, definition) pair.
 
@@ -130,10 +161,16 @@ def audit(
             f"pp.PersuasivePrivacyExpectation; got {definition!r}"
         )
     n_samples = v.integer("n_samples", n_samples, low=2)
+    if n_samples > MAX_SAMPLES:
+        raise ValidationError(
+            f"n_samples must be at most {MAX_SAMPLES:.0e} (draws are streamed in chunks, so "
+            f"memory is not the limit, running time is: about a minute per 1e8 draws); got "
+            f"{v.echo(n_samples)}"
+        )
     n_starts = v.integer("n_starts", n_starts, low=1)
     confidence = v.real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
     grid = q_grid_or_default(q_grid)
-    gen = np.random.default_rng(rng)
+    gen = np.random.default_rng(_check_rng(rng))
     if x is not None:
         x = v.array("x", x, ndim=(0, 1, 2))
     priors = definition.priors
@@ -153,8 +190,13 @@ def audit(
             return neighbour_audit(mechanism, definition, x, grid)
         if mechanism.finite:
             raise _unsupported(mechanism, definition, "finite but not enumerable")
-        from persuasive.audit.montecarlo import neighbour_mc_audit
+        from persuasive.audit.composition import mc_audit
+        from persuasive.audit.montecarlo import fits_in_memory, neighbour_mc_audit
 
+        if isinstance(mechanism, (Composition, ComposedRelease)) or not fits_in_memory(
+            mechanism, priors, x, n_samples
+        ):
+            return mc_audit(mechanism, definition, x, grid, n_samples, confidence, gen)
         return neighbour_mc_audit(mechanism, definition, x, grid, n_samples, confidence, gen)
     if isinstance(priors, FiniteClass) and tail:
         from persuasive.audit.enumeration import finite_class_audit

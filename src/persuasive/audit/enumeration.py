@@ -28,7 +28,8 @@ from persuasive.classes import FiniteClass, NeighbourPriors
 from persuasive.definitions import PersuasivePrivacy
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.loss import relative_loss
-from persuasive.mechanisms import Chain, FiniteKernel, Joint, Mechanism
+from persuasive.mechanisms import Chain, Composition, FiniteKernel, Joint, Mechanism
+from persuasive.mechanisms.composed import ComposedRelease
 from persuasive.priors import DiscretePrior, TwoPointPrior
 from persuasive.results import Audit, Witness
 
@@ -38,7 +39,12 @@ DEFAULT_SCALAR_DATASETS = np.arange(11.0)[:, None]
 
 
 def finite_view(mech: Mechanism) -> tuple[Mechanism, Callable[[Any], Any]] | None:
-    """The mechanism to enumerate and a map from its outputs to the original's outputs."""
+    """The mechanism to enumerate and a map from its outputs to the original's outputs
+    (compositions of finite kernels: their product kernel, when small enough)."""
+    if isinstance(mech, (Composition, ComposedRelease)):
+        from persuasive.audit.composition import finite_composition
+
+        return finite_composition(mech)
     if isinstance(mech, FiniteKernel) or (mech.deterministic and mech.finite):
         return mech, lambda t: t
     if isinstance(mech, Joint):

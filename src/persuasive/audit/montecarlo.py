@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from persuasive.audit.core import finish, required_rank, two_point_delta
 from persuasive.audit.expectation import mc_risk_lower, normal_quantile
+from persuasive.audit.stream import CHUNK_VALUES
 from persuasive.classes import NeighbourPriors
 from persuasive.definitions import PersuasivePrivacy
 from persuasive.mechanisms import (
@@ -36,6 +37,21 @@ from persuasive.mechanisms import (
 )
 from persuasive.priors import TwoPointPrior
 from persuasive.results import Audit, Witness
+
+#: The in-memory path holds at most this many values at once; larger audits are streamed in
+#: chunks (:mod:`persuasive.audit.stream`, :func:`persuasive.audit.composition.mc_audit`).
+IN_MEMORY_VALUES: int = 4 * CHUNK_VALUES
+
+
+def fits_in_memory(mech: Mechanism, priors: NeighbourPriors, x: Any, n_samples: int) -> bool:
+    """Whether the in-memory path (all N draws at once) stays below :data:`IN_MEMORY_VALUES`."""
+    xs = np.zeros((1, 1)) if x is None else np.asarray(x, dtype=np.float64)
+    xs = xs.reshape(1, -1) if xs.ndim <= 1 else xs
+    dim = xs.shape[1]
+    width = dim + 2 * dim + 1  # the draws, the losses against x +- e_j, and a work array
+    if priors.pairs is not None:
+        width = dim + len(priors.pairs) + 1
+    return n_samples * width <= IN_MEMORY_VALUES
 
 
 def _noise_loss(mech: Mechanism, z: NDArray[np.float64], d: float) -> NDArray[np.float64] | None:
