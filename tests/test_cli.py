@@ -144,7 +144,7 @@ BAD_SPECS = [
     ),
     (
         spec_text(priors={"class": "small_cell", "h": 0, "alpha": 0.2}),
-        "definition.priors.h must be an integer in [1, inf); got 0",
+        "definition.priors.h must be an integer in [1, ",
     ),
     (
         spec_text(priors={"class": "small_cell", "h": 3, "alpha": 1.5}),
@@ -156,7 +156,7 @@ BAD_SPECS = [
     ),
     (
         {**spec_text(), "mechanism": {"type": "cell_suppression", "h": 0}},
-        "mechanism.h must be an integer in [1, inf); got 0",
+        "mechanism.h must be an integer in [1, ",
     ),
     ({**spec_text(), "extra": {}}, "unknown key 'extra'"),
 ]
@@ -172,6 +172,8 @@ def test_bad_spec_exit_2(tmp_path: Path, command: str, data: dict[str, Any], mes
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("error: ")
     assert message in lines[0]
+    if "must be" in message:  # the value given is named
+        assert "; got " in lines[0]
     assert "Traceback" not in result.stderr
 
 
