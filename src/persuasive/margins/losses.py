@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.margins.posterior import MarginPosterior, posterior_marginals
 from persuasive.margins.table import MarginTable
@@ -61,7 +62,7 @@ def cell_losses(
     >>> out.disclosed.tolist(), round(float(out.small_cell[0, 0]), 6)   # -log(1/4)
     ([[True, False], [False, False]], 1.386294)
     """
-    r_ = table.h if r is None else v.integer("r", r, low=1)
+    r_ = table.h if r is None else v.integer("r", r, low=dm.R_MIN, high=table.h)
     post = posterior_marginals(table, prior) if posterior is None else posterior
     x = table.counts.ravel()
     prior_lp = prior.logpmf_cells(x.astype(np.float64))

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 from scipy.optimize import linprog
 
+from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
@@ -85,7 +86,7 @@ def check_arguments(
     kap = v.real("kappa", kappa, low=0.0)
     obj = v.choice("objective", objective, OBJECTIVES)
     bnd = v.choice("bound", bound, BOUNDS)
-    r_ = table.h if r is None else v.integer("r", r, low=1, high=table.h)
+    r_ = table.h if r is None else v.integer("r", r, low=dm.R_MIN, high=table.h)
     return kap, obj, bnd, receiver, r_
 
 
@@ -289,7 +290,7 @@ def lower_bound(table: MarginTable, objective: str = "count", r: int | None = No
     """
     check_table(table)
     obj = v.choice("objective", objective, OBJECTIVES)
-    r_ = table.h if r is None else v.integer("r", r, low=1, high=table.h)
+    r_ = table.h if r is None else v.integer("r", r, low=dm.R_MIN, high=table.h)
     needy = table.counts.ravel() < r_
     sec = costs(table, obj)[table.secondary.ravel()].sum()
     return float(sec) + covering_bound(table, costs(table, obj), needy)

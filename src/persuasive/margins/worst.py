@@ -63,6 +63,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
@@ -180,7 +181,7 @@ def _check(table: Any, receiver: Any, r: Any) -> int:
             "receiver must be SmallCellReceiver, PoissonReceiver or NegativeBinomialReceiver; "
             f"got {type(receiver).__name__}"
         )
-    return table.h if r is None else v.integer("r", r, low=1, high=table.h)
+    return table.h if r is None else v.integer("r", r, low=dm.R_MIN, high=table.h)
 
 
 def posterior_fields(

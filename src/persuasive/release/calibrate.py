@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.classes.receivers import R_MIN, Receiver
 from persuasive.errors import ValidationError
@@ -62,7 +63,7 @@ def calibrate_threshold(
     """
     if not isinstance(receiver, Receiver):
         raise ValidationError(f"receiver must be a Receiver model; got {type(receiver).__name__}")
-    target = v.real("target_kappa", target_kappa, low=0.0, allow_inf=True)
+    target = dm.check("target_kappa", target_kappa)
     lo_h = R_MIN if r is None else v.integer("r", r, low=R_MIN)
     top = v.integer("h_max", h_max, low=lo_h)
 

@@ -33,7 +33,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
-from persuasive import _validation as v
+from persuasive import _domains as dm
 from persuasive.errors import ValidationError
 from persuasive.linear.exposure import LinearExposure, combination_of, exposures
 from persuasive.release.statistics import Statistic, build_rows
@@ -224,19 +224,19 @@ def release_linear(
     from persuasive.linear import LinearGaussianClass
 
     stats, a, x = build_rows(frame, statistics, value)
-    r1 = v.real("r1", r1, low=0.0, low_open=True)
-    r2 = v.real("r2", r2, low=1.0, low_open=True)
+    r1 = dm.check("r1", r1)
+    r2 = dm.check("r2", r2)
     if noise_sd is not None:
-        noise_sd = v.real("noise_sd", noise_sd, low=0.0, low_open=True)
+        noise_sd = dm.check("noise_sd", noise_sd)
         if target_kappa is not None or withhold:
             raise ValidationError(
                 "noise_sd is fixed noise; target_kappa (calibrated noise) and withhold are the "
                 "alternatives to it: give one of them"
             )
     if target_kappa is not None:
-        target_kappa = v.real("target_kappa", target_kappa, low=0.0, low_open=True)
+        target_kappa = dm.check("target_kappa", target_kappa)
     if max_stat_sd is not None:
-        max_stat_sd = v.real("max_stat_sd", max_stat_sd, low=0.0, low_open=True)
+        max_stat_sd = dm.check("max_stat_sd", max_stat_sd)
     cls = LinearGaussianClass(r1, r2, max_stat_sd=max_stat_sd)
     cls_doc: dict[str, Any] = {"class": "linear_gaussian", "r1": r1, "r2": r2}
     if max_stat_sd is not None:
@@ -268,7 +268,7 @@ def release_linear(
             "(docs/linear_release.md); withhold statistics instead"
         )
     delta = (0.0 if sd is None else 0.05) if delta is None else delta
-    delta = v.real("delta", delta, low=0.0, high=1.0, high_open=True)
+    delta = dm.check("delta", delta)
     if sd is not None and delta <= 0.0:
         raise ValidationError(
             "delta must be > 0 with noise (e.g. delta = 0.05): unbounded noise gives no finite "

@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import NDArray
 
+from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
@@ -363,7 +364,7 @@ def release_table_with_margins(
     ks = (keys,) if isinstance(keys, str) else tuple(keys)
     h_, r_ = check_thresholds(h, r)
     rec = check_margins_receiver(receiver)
-    target = None if target_kappa is None else v.real("target_kappa", target_kappa, low=0.0)
+    target = None if target_kappa is None else dm.check("target_kappa", target_kappa)
     obj = v.choice("objective", objective, OBJECTIVES)
     bnd = v.choice("bound", bound, BOUNDS)
     data = _grid(frame, ks, count)

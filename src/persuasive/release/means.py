@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
-from persuasive import _validation as v
+from persuasive import _domains as dm
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.certify.noisy_mean_laplace import LAPLACE_NO_FINITE_KAPPA
 from persuasive.errors import UnsupportedCombinationError, ValidationError
@@ -51,7 +51,7 @@ def _noise(noise: Any) -> Noise:
         raise ValidationError(
             f'noise must be None, ("gaussian", sigma) or ("laplace", scale); got {noise!r:.60}'
         )
-    return noise[0], v.real("noise scale", noise[1], low=0.0, low_open=True)
+    return noise[0], dm.check("noise_scale", noise[1], name="noise scale")
 
 
 def n_min(r2: float) -> int:
@@ -69,13 +69,13 @@ def _params(
     group: str | None,
     target_kappa: float | None,
 ) -> MeanParams:
-    r1 = v.real("r1", r1, low=0.0, low_open=True)
-    r2 = v.real("r2", r2, low=1.0, low_open=True)
-    delta = v.real("delta", delta, low=0.0, high=1.0, high_open=True)
+    r1 = dm.check("r1", r1)
+    r2 = dm.check("r2", r2)
+    delta = dm.check("delta", delta)
     if max_mean_sd is not None:
-        max_mean_sd = v.real("max_mean_sd", max_mean_sd, low=0.0, low_open=True)
+        max_mean_sd = dm.check("max_mean_sd", max_mean_sd)
     if target_kappa is not None:
-        target_kappa = v.real("target_kappa", target_kappa, low=0.0, allow_inf=False)
+        target_kappa = dm.check("target_kappa", target_kappa)
     sd = None
     if noise is not None:
         kind, scale = noise
@@ -465,9 +465,9 @@ def calibrate_mean(
     >>> round(s, 3)
     4.085
     """
-    target = v.real("target_kappa", target_kappa, low=0.0, low_open=True)
-    r2 = v.real("r2", r2, low=1.0, low_open=True)
-    delta = v.real("delta", delta, low=0.0, high=1.0, high_open=True)
+    target = dm.check("target_kappa", target_kappa)
+    r2 = dm.check("r2", r2)
+    delta = dm.check("delta", delta)
     if noise is None:
         out = target - math.log(r2)
         if out <= 0.0:
@@ -487,8 +487,8 @@ def calibrate_mean(
                 "of the mean noise cannot help) and delta > 0; got "
                 f"r1 = {r1!r}, max_mean_sd = {max_mean_sd!r}, delta = {delta:g}"
             )
-        r1f = v.real("r1", r1, low=0.0, low_open=True)
-        vm = v.real("max_mean_sd", max_mean_sd, low=0.0, low_open=True)
+        r1f = dm.check("r1", r1)
+        vm = dm.check("max_mean_sd", max_mean_sd)
 
         def ok_s(s: float) -> bool:
             return gaussian_noise_kappa(r1f, r2, s, vm, delta)[0] <= target
