@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from persuasive.audit.core import finish, required_rank
+from persuasive.audit.stream import kth_output
 from persuasive.bayes import posterior
 from persuasive.certify.noisy_mean import gamma_max
 from persuasive.classes import GaussianMeanClass
@@ -147,16 +148,21 @@ def noisy_mean_audit(
     prior, x = witness_prior(cls.r1, cls.r2, sigma, gam, w, zeta, i, n)
     if not cls.contains(prior, x):  # pragma: no cover - the margins keep it inside
         raise ValidationError("the audit could not place a witness inside the class")
-    t = x.mean() + rng.normal(0.0, sigma, size=n_samples)
     p0, p1 = posterior(prior, mech, 0.0), posterior(prior, mech, 1.0)
     m0, slope = p0.mean()[i], p1.mean()[i] - p0.mean()[i]
     var_t = float(p0.marginal_var()[i])
     var0 = float(prior.marginal_var()[i])
     before = math.log(var0) + (x[i] - prior.mean()[i]) ** 2 / var0
-    losses = before - math.log(var_t) - (x[i] - (m0 + slope * t)) ** 2 / var_t
-    j = int(np.argpartition(losses, losses.size - k)[losses.size - k])
+
+    def sample(g: np.random.Generator, size: int) -> NDArray[np.float64]:
+        return x.mean() + g.normal(0.0, sigma, size=size)
+
+    def loss(t: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(before - math.log(var_t) - (x[i] - (m0 + slope * t)) ** 2 / var_t)
+
+    tj = float(kth_output(sample, loss, n_samples, k, rng))  # chunked when n_samples is huge
     score = MarginalDSS(i)
-    kappa = relative_loss(score, prior, mech, x, t[j])
+    kappa = relative_loss(score, prior, mech, x, tj)
     notes = (
         f"witness rho_i^2 = 1 - 1/r2, gamma = {gam:.4g}, w = {w:.4g}, zeta = {zeta:.4g} "
         "(grid design on the exact quantile); loss recomputed with relative_loss",
@@ -165,7 +171,7 @@ def noisy_mean_audit(
     return finish(
         definition,
         kappa,
-        Witness(score, x, prior, t[j]),
+        Witness(score, x, prior, tj),
         "monte-carlo",
         confidence=confidence,
         evaluations=n_samples,

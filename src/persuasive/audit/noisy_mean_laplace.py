@@ -26,6 +26,7 @@ import numpy as np
 
 from persuasive.audit.core import finish, required_rank
 from persuasive.audit.noisy_mean import witness_prior
+from persuasive.audit.stream import kth_output
 from persuasive.certify.noisy_mean_laplace import is_laplace_mean, witness_bound
 from persuasive.classes import GaussianMeanClass
 from persuasive.errors import UnsupportedCombinationError, ValidationError
@@ -103,17 +104,22 @@ def laplace_mean_audit(
     prior, x = witness_prior(cls.r1, cls.r2, b, gam, 0.0, math.sqrt(gam) * rho_z, i, n)
     if not cls.contains(prior, x):  # pragma: no cover - the margins keep it inside
         raise ValidationError("the audit could not place a witness inside the class")
-    t = x.mean() + rng.laplace(0.0, b, size=n_samples)
     mu, cov = prior.mean(), prior.cov()
     sbar = float(cov.sum()) / n**2
     rho = float(cov[i].sum() / n / math.sqrt(cov[i, i] * sbar))
     z = float((x[i] - mu[i]) / math.sqrt(cov[i, i]))
-    m, g = laplace_moments((t - mu.mean()) / math.sqrt(sbar), b / math.sqrt(sbar))
-    bb = 1.0 - rho**2 * g
-    losses = -np.log(bb) + z**2 - (z - rho * m) ** 2 / bb
-    j = int(np.argpartition(losses, losses.size - k)[losses.size - k])
+
+    def sample(gen: np.random.Generator, size: int) -> Any:
+        return x.mean() + gen.laplace(0.0, b, size=size)
+
+    def loss(t: Any) -> Any:
+        m, g = laplace_moments((t - mu.mean()) / math.sqrt(sbar), b / math.sqrt(sbar))
+        bb = 1.0 - rho**2 * g
+        return -np.log(bb) + z**2 - (z - rho * m) ** 2 / bb
+
+    tj = float(kth_output(sample, loss, n_samples, k, rng))  # chunked when n_samples is huge
     score = MarginalDSS(i)
-    kappa = relative_loss(score, prior, mech, x, t[j])
+    kappa = relative_loss(score, prior, mech, x, tj)
     notes = (
         f"witness Phi = I, rho_i^2 = 1 - 1/r2, w = 0, lambda = b / sqrt(Sigma_bar) = {lam:.4g}, "
         f"z_i = {z:.4g} (the theorem's witness, docs/release_means.md); loss recomputed with "
@@ -123,7 +129,7 @@ def laplace_mean_audit(
     return finish(
         definition,
         kappa,
-        Witness(score, x, prior, t[j]),
+        Witness(score, x, prior, tj),
         "monte-carlo",
         confidence=confidence,
         evaluations=n_samples,

@@ -26,6 +26,8 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from persuasive.errors import ValidationError
+
 #: Largest number of float64 values drawn at once (per array: about 16 MB).
 CHUNK_VALUES: int = 2**21
 
@@ -225,3 +227,37 @@ def stream_plain_moments(
             m2 = m2 + cm2 + d * d * count * size / tot
         count += size
     return mean, np.sqrt(m2 / (count - 1))
+
+
+def kth_output(
+    sample: Callable[[np.random.Generator, int], NDArray[np.float64]],
+    loss: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    n: int,
+    k: int,
+    rng: np.random.Generator,
+    in_memory: int | None = None,
+) -> NDArray[np.float64]:
+    """The output whose loss is the k-th largest of n sampled outputs (or, when n exceeds
+    ``in_memory``, a sampled output whose loss is at most that, by :func:`stream_kth_largest`).
+
+    ``sample(rng, size)`` draws outputs (leading axis = draws); ``loss`` maps them to losses.
+    Up to ``in_memory`` draws are taken at once from ``rng`` itself, as before chunking.
+    """
+    if n <= in_memory:
+        t = sample(rng, n)
+        losses = loss(t)
+        return np.asarray(t[_kth_index(losses, k)])
+    seed = int(rng.integers(2**63))
+    chunk = CHUNK_VALUES
+
+    def draw(g: np.random.Generator, size: int) -> NDArray[np.float64]:
+        return loss(sample(g, size))[None, :]
+
+    vals, chunks, rows, _ = stream_kth_largest(draw, n, k, seed, chunk)
+    if not np.isfinite(vals[0]):  # pragma: no cover - k close to n
+        raise ValidationError(
+            f"n_samples = {n}: no sampled loss is reached by the {k} largest draws; the "
+            "Clopper-Pearson rank is too close to n_samples"
+        )
+    size = chunk_sizes(n, chunk)[int(chunks[0])]
+    return np.asarray(sample(chunk_rng(seed, int(chunks[0])), size)[int(rows[0])])
