@@ -241,9 +241,9 @@ def kth_output(
     ``in_memory``, a sampled output whose loss is at most that, by :func:`stream_kth_largest`).
 
     ``sample(rng, size)`` draws outputs (leading axis = draws); ``loss`` maps them to losses.
-    Up to ``in_memory`` draws are taken at once from ``rng`` itself, as before chunking.
+    Up to ``in_memory`` (default 4 CHUNK_VALUES) draws are taken at once from ``rng`` itself.
     """
-    if n <= in_memory:
+    if n <= (4 * CHUNK_VALUES if in_memory is None else in_memory):
         t = sample(rng, n)
         losses = loss(t)
         return np.asarray(t[_kth_index(losses, k)])
