@@ -82,6 +82,31 @@ def test_private_release_values_and_kappa(frame: pl.DataFrame) -> None:
     assert set(rel.spec["mechanism"]) >= {"statistics", "value"}
 
 
+def test_written_certificate_does_not_depend_on_the_values(
+    frame: pl.DataFrame, tmp_path: Path
+) -> None:
+    """The claim states the query (who each statistic covers), never the value column: two
+    value columns over the same rows give byte-identical claims, guarantees and notes."""
+    from persuasive.files.output import OutputFolder
+    from persuasive.release.pipeline import publish
+
+    stats = [("all", "mean", "true"), ("g2", "sum", "g = 2")]
+    other = frame.with_columns(pl.col("y") * 3.0 + 1.0)
+    docs = [
+        publish(
+            release_linear(f, value="y", statistics=stats, r1=R1, r2=R2),
+            OutputFolder(tmp_path / str(i)),
+        ).document
+        for i, f in enumerate((frame, other))
+    ]
+    for field in ("claim", "guarantee", "notes"):
+        assert json.dumps(docs[0][field], sort_keys=True) == json.dumps(
+            docs[1][field], sort_keys=True
+        )
+    assert docs[0]["publication"]["files"] != docs[1]["publication"]["files"]
+    assert docs[0]["guarantee"]["kappa"] == pytest.approx(R1 + math.log(R2))
+
+
 def test_differencing_is_refused_naming_the_row(frame: pl.DataFrame) -> None:
     y, n = frame["y"].to_numpy(), frame.height
     stats = [("all", "mean", "true"), ("no7", "mean", "row_id != 7")]

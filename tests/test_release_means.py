@@ -56,6 +56,30 @@ def test_spec_round_trip_and_data_independence(kw):
     assert again.to_dict() == a.certificate.to_dict()
 
 
+@pytest.mark.parametrize("group", [False, True])
+def test_written_certificates_depend_on_the_data_only_through_the_publication(tmp_path, group):
+    """Assumption 1 on the written certificate: claim, guarantee and notes are byte-identical
+    for different data; the publication section (the published file's hash) is not."""
+    from persuasive.files.output import OutputFolder
+    from persuasive.release.pipeline import publish
+
+    docs = []
+    for i, ys in enumerate(([1.0, 2.0, 3.0, 10.0], [-5.0, 0.0, 7.5, 2.0])):
+        if group:
+            frame = pl.DataFrame({"g": ["a", "a", "b", "b"], "y": ys})
+            rel = release_group_means(frame, value="y", group="g", r1=1.0, r2=4.0)
+        else:
+            rel = release_mean(ys, r1=1.0, r2=4.0, column="y")
+        docs.append(publish(rel, OutputFolder(tmp_path / str(i))).document)
+    for field in ("claim", "guarantee", "notes"):
+        assert json.dumps(docs[0][field], sort_keys=True) == json.dumps(
+            docs[1][field], sort_keys=True
+        )
+    assert docs[0]["publication"]["files"] != docs[1]["publication"]["files"]
+    assert docs[0]["claim"]["columns"] == {"value": "y", "group": "g" if group else None}
+    assert docs[0]["guarantee"]["kappa"] == pytest.approx(1.0 + math.log(4.0), abs=1e-12)
+
+
 def test_group_means_match_per_group_prop7():
     rng = np.random.default_rng(0)
     df = pl.DataFrame({"g": rng.integers(0, 5, 400).astype(str), "y": rng.normal(size=400)})
