@@ -134,14 +134,15 @@ def test_finite_kernel_delta_and_kappa(seed):
             assert _ref_delta(m, pairs, k - 1e-9) > delta  # and minimal
 
 
-def test_explicit_pairs_and_anchored():
+def test_explicit_pairs():
+    # (the comparison of anchored = True with the default was vacuous: certify never reads
+    # `anchored`; the two classes are compared member by member in
+    # tests/test_properties.py::test_anchored_and_unanchored_neighbours_agree)
     m = _random_kernel(3)
     h = pp.NeighbourPriors(pairs=[(0, 3)])
     assert delta_of(pp.FiniteKernel(m), 0.2, h) == pytest.approx(
         _ref_delta(m, [(0, 3), (3, 0)], 0.2)
     )
-    anch = pp.NeighbourPriors(anchored=True)
-    assert delta_of(pp.LaplaceMechanism(1.0), 0.5, anch) == delta_of(pp.LaplaceMechanism(1.0), 0.5)
 
 
 def _pp_delta_gaussian(sigma, eps, q=1e-9):

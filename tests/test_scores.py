@@ -350,12 +350,17 @@ def test_privacy_function_from_score() -> None:
 def test_describe_is_json_ready() -> None:
     import json
 
-    for obj in (
-        pp.IntervalScore(1.0),
-        pp.SmallCellLogScore(r=3),
-        pp.BrierScore(),
-        pp.SphericalScore(),
-        pp.InducedScore(pp.IntervalPrivacyFunction(2.0)),
-        pp.FinitePrivacyFunction(["a"], [[1.0, 2.0]]),
-    ):
-        json.dumps(obj.describe())
+    cases = [
+        (pp.IntervalScore(1.0), "IntervalScore", {"s": 1.0}),
+        (pp.SmallCellLogScore(r=3), "SmallCellLogScore", {"r": 3}),
+        (pp.BrierScore(), "BrierScore", {}),
+        (pp.SphericalScore(), "SphericalScore", {}),
+        (pp.InducedScore(pp.IntervalPrivacyFunction(2.0)), "InducedScore", {}),
+        (pp.FinitePrivacyFunction(["a"], [[1.0, 2.0]]), "FinitePrivacyFunction", {}),
+    ]
+    for obj, name, params in cases:
+        d = obj.describe()
+        assert json.loads(json.dumps(d)) == d  # survives a JSON round trip unchanged
+        assert name in json.dumps(d)  # names what it describes
+        for key, value in params.items():  # and carries its parameters
+            assert d[key] == value
