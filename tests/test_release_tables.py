@@ -176,7 +176,9 @@ def test_calibration_is_the_first_grid_point_under_the_target(
 
 def test_calibration_respects_r_and_edge_cases() -> None:
     assert calibrate_threshold(POI, 50.0, r=7) == 7
-    assert calibrate_threshold(POI, math.inf) == 2
+    with pytest.raises(pp.ValidationError, match="target_kappa must be a finite number; got inf"):
+        calibrate_threshold(POI, math.inf)  # a target is a finite κ (domain [0, inf))
+    assert calibrate_threshold(POI, 1e300) == 2
     assert calibrate_threshold(SmallCellReceiver(0.2), 1.7) == 2
     with pytest.raises(pp.ValidationError, match="not reached by any threshold h <= h_max = 10000"):
         calibrate_threshold(SmallCellReceiver(0.2), 1.0)
