@@ -21,14 +21,19 @@ never on the data (Assumption 1); its publication section binds the published fi
 from __future__ import annotations
 
 import functools
+import math
 import os
-from collections.abc import Mapping
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive.classes.receivers import R_MIN, Receiver, check_thresholds
@@ -48,6 +53,8 @@ _ADDED = ("suppressed", "loss")
 #: Integer keys whose range is below this multiple of the row count are checked for duplicates
 #: with a bitmap (one scatter pass) rather than by hashing.
 _DENSE_KEY_SPAN = 8
+
+_T = TypeVar("_T")
 
 
 def _names(keys: Any, count: Any) -> tuple[tuple[str, ...], str]:
@@ -76,10 +83,7 @@ def _names(keys: Any, count: Any) -> tuple[tuple[str, ...], str]:
 def _sorted_unique(schema: pl.Schema, keys: tuple[str, ...]) -> pl.Expr:
     """True when every row's key is lexicographically above the previous row's: then the keys are
     unique and the hash-based check (the costly part of validation) is skipped."""
-    if not all(
-        schema[k].is_numeric() or schema[k].is_temporal() or schema[k] in (pl.String, pl.Boolean)
-        for k in keys
-    ):
+    if not all(_orderable(schema[k]) for k in keys):
         return pl.lit(False)
     above = pl.col(keys[-1]) > pl.col(keys[-1]).shift(1)
     for k in reversed(keys[:-1]):
@@ -88,18 +92,189 @@ def _sorted_unique(schema: pl.Schema, keys: tuple[str, ...]) -> pl.Expr:
     return above.fill_null(False).slice(1).all()
 
 
+def _orderable(dtype: pl.DataType) -> bool:
+    """Key types whose order :func:`_sorted_unique` uses (others are checked by hashing)."""
+    return dtype.is_numeric() or dtype.is_temporal() or dtype in (pl.String, pl.Boolean)
+
+
+# --------------------------------------------------------------------------------------------
+# In-memory fast path: numpy passes over the zero-copy column buffers, in cache-sized blocks
+# --------------------------------------------------------------------------------------------
+
+#: Rows per block of a numpy pass: 512 KiB of int64, so that the checks of a pass re-read the
+#: block from cache, not from memory.
+_BLOCK = 1 << 16
+#: Passes over at least this many rows are split across worker threads (one part per core).
+_PARALLEL_ROWS = 1 << 20
+#: Signals the worker threads never take: the main thread may block them while it writes
+#: (:mod:`persuasive.files.output`), and a worker must not receive them in its place.
+_SYNCHRONOUS = {"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"}
+
+_pool_lock = threading.Lock()
+_pool: ThreadPoolExecutor | None = None
+
+
+def _block_signals() -> None:
+    if hasattr(signal, "pthread_sigmask"):
+        asynchronous = {
+            s for s in signal.valid_signals() if getattr(s, "name", "") not in _SYNCHRONOUS
+        }
+        signal.pthread_sigmask(signal.SIG_BLOCK, asynchronous)
+
+
+def _workers() -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(4, cpus or 1))
+
+
+def _executor() -> ThreadPoolExecutor | None:
+    global _pool
+    if _workers() < 2:
+        return None
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                _workers() - 1, thread_name_prefix="persuasive-tables", initializer=_block_signals
+            )
+        return _pool
+
+
+def _after_fork() -> None:  # the pool's threads do not survive a fork
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def _split(fn: Callable[[int, int], _T], n: int) -> list[_T]:
+    """``fn(start, stop)`` over contiguous parts of ``range(n)`` (starts are multiples of
+    :data:`_BLOCK`), the first part in this thread and the others in the worker pool."""
+    pool = _executor() if n >= _PARALLEL_ROWS else None
+    parts = _workers() if pool is not None else 1
+    step = -(-n // parts // _BLOCK) * _BLOCK
+    bounds = [(a, min(a + step, n)) for a in range(0, n, step)] if n else [(0, 0)]
+    if pool is None or len(bounds) == 1:
+        return [fn(a, b) for a, b in bounds]
+    futures = [pool.submit(fn, a, b) for a, b in bounds[1:]]
+    first = fn(*bounds[0])
+    return [first, *(f.result() for f in futures)]
+
+
+def _counts_ok(c: NDArray[np.int64], h: int, valid: NDArray[np.uint8] | None) -> bool:
+    """No count is negative; with ``h``, ``valid`` gets the Arrow validity bits of the published
+    counts (bit i set, LSB first, when c[i] >= h). One read of the counts."""
+
+    def part(start: int, stop: int) -> bool:
+        for i in range(start, stop, _BLOCK):
+            block = c[i : min(i + _BLOCK, stop)]
+            if block.min() < 0:
+                return False
+            if valid is not None:
+                valid[i // 8 : (i + block.size + 7) // 8] = np.packbits(
+                    block >= h, bitorder="little"
+                )
+        return True
+
+    return all(_split(part, c.size))
+
+
+def _increasing(cols: list[NDArray[Any]]) -> bool:
+    """Every row's key (integer columns) is lexicographically above the previous row's."""
+    n = cols[0].size
+
+    def part(start: int, stop: int) -> bool:
+        for i in range(start, stop, _BLOCK):
+            j = min(i + _BLOCK, stop)
+            later, earlier = cols[-1][i + 1 : j + 1], cols[-1][i:j]
+            above = later > earlier
+            for k in reversed(cols[:-1]):
+                later, earlier = k[i + 1 : j + 1], k[i:j]
+                above = (later > earlier) | ((later == earlier) & above)
+            if not above.all():
+                return False
+        return True
+
+    return all(_split(part, n - 1))
+
+
+def _offset(block: NDArray[Any], lo: int) -> NDArray[np.int64]:
+    """``block - lo`` as int64, for entries known to be in [lo, lo + 2^62)."""
+    if block.dtype == np.uint64:
+        return (block - np.uint64(lo)).astype(np.int64)
+    return block.astype(np.int64, copy=False) - lo
+
+
+def _dense_distinct(cols: list[NDArray[Any]]) -> bool | None:
+    """Whether the rows' integer keys are distinct, by a bitmap over the key range: one scatter
+    pass (split across threads: every write stores True, so the parts may share the bitmap).
+    None when the range is not compact (above :data:`_DENSE_KEY_SPAN` times the row count)."""
+    n = cols[0].size
+    limit = _DENSE_KEY_SPAN * n
+    if len(cols) == 1:
+        # Keys in [0, limit): checked block by block while scattering, no min/max pass first.
+        k = cols[0]
+        seen = np.zeros(limit, dtype=np.bool_)
+
+        def direct(start: int, stop: int) -> int | None:
+            top = -1
+            for i in range(start, stop, _BLOCK):
+                block = k[i : min(i + _BLOCK, stop)]
+                lo_b, hi_b = int(block.min()), int(block.max())
+                if lo_b < 0 or hi_b >= limit:
+                    return None
+                seen[block] = True
+                top = max(top, hi_b)
+            return top
+
+        tops = _split(direct, n)
+        if all(t is not None for t in tops):
+            return int(np.count_nonzero(seen[: max(t for t in tops if t is not None) + 1])) == n
+        del seen
+    ranges = [_min_max(k) for k in cols]
+    spans = [hi - lo + 1 for lo, hi in ranges]
+    if math.prod(spans) > limit:
+        return None
+    strides = [math.prod(spans[j + 1 :]) for j in range(len(cols))]
+    seen = np.zeros(math.prod(spans), dtype=np.bool_)
+
+    def scatter(start: int, stop: int) -> None:
+        for i in range(start, stop, _BLOCK):
+            j = min(i + _BLOCK, stop)
+            index = _offset(cols[-1][i:j], ranges[-1][0])
+            for k, (lo, _), stride in zip(cols[:-1], ranges[:-1], strides[:-1], strict=True):
+                index += _offset(k[i:j], lo) * stride
+            seen[index] = True
+
+    _split(scatter, n)
+    return int(np.count_nonzero(seen)) == n
+
+
+def _min_max(k: NDArray[Any]) -> tuple[int, int]:
+    def part(start: int, stop: int) -> tuple[int, int]:
+        lo, hi = None, None
+        for i in range(start, stop, _BLOCK):
+            block = k[i : min(i + _BLOCK, stop)]
+            a, b = int(block.min()), int(block.max())
+            lo, hi = (a, b) if lo is None or hi is None else (min(lo, a), max(hi, b))
+        assert lo is not None and hi is not None
+        return lo, hi
+
+    found = _split(part, k.size)
+    return min(lo for lo, _ in found), max(hi for _, hi in found)
+
+
 def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
-    """Keys are unique: a bitmap for compact integer keys, hashing otherwise."""
-    if len(keys) == 1 and table.schema[keys[0]].is_integer() and table.height:
-        k = table.get_column(keys[0]).to_numpy()
-        lo, hi = int(k.min()), int(k.max())
-        if hi - lo < _DENSE_KEY_SPAN * table.height:
-            seen = np.zeros(hi - lo + 1, dtype=np.bool_)
-            seen[k if lo == 0 else k - lo] = True
-            if np.count_nonzero(seen) == table.height:
-                return
-    key_struct = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
-    if table.select(key_struct.n_unique()).item() == table.height:
+    """Keys are unique: a bitmap for compact integer keys, hashing otherwise; a duplicate is
+    named by its first two rows."""
+    distinct: bool | None = None
+    if table.height and all(table.schema[k].is_integer() for k in keys):
+        distinct = _dense_distinct([table.get_column(k).to_numpy() for k in keys])
+    if distinct is None:
+        key_struct = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
+        distinct = table.select(key_struct.n_unique()).item() == table.height
+    if distinct:
         return
     row = pl.col(rd.ROW)
     dup = (
@@ -118,11 +293,60 @@ def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
     )
 
 
-def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFrame:
-    """The cells of a count table, read exactly and validated in one pass: the key columns as
-    written and the count as Int64 (see :mod:`persuasive.files.reading`)."""
+@dataclass(frozen=True)
+class _Cells:
+    """Validated cells, and (in-memory fast path, when asked) the published counts' parts."""
+
+    frame: pl.DataFrame
+    values: NDArray[np.int64] | None = None
+    valid: NDArray[np.uint8] | None = None
+
+
+def _fast_cells(
+    source: pl.DataFrame, keys: tuple[str, ...], count: str, h: int | None
+) -> _Cells | None:
+    """The cells of an in-memory frame with an integer count column, validated by numpy passes
+    over the column buffers: null counts from the Arrow metadata, negatives by a block-wise
+    min, sortedness by a block-wise comparison, uniqueness (unsorted keys) by
+    :func:`_check_unique`. None when a check fails or the frame is not of this kind: then the
+    generic path decides and names the first failing row."""
+    n = source.height
+    cols = [source.get_column(k) for k in keys]
+    c = source.get_column(count)
+    if not 0 < n < 2**32 - 1 or not c.dtype.is_integer():
+        return None
+    if not all(_orderable(s.dtype) for s in cols):
+        return None
+    if c.null_count() or any(s.null_count() for s in cols):
+        return None
+    if c.dtype == pl.UInt64 and int(c.max()) > rd.MAX_COUNT:  # type: ignore[arg-type]
+        return None
+    cells = source.select(*keys, count if c.dtype == pl.Int64 else pl.col(count).cast(pl.Int64))
+    values = cells.get_column(count).to_numpy()
+    valid = None if h is None else np.empty(-(-n // 8), dtype=np.uint8)
+    if not _counts_ok(values, 0 if h is None else h, valid):
+        return None
+    if all(s.dtype.is_integer() for s in cols):
+        increasing = _increasing([s.to_numpy() for s in cols])
+    else:
+        later = [pl.col(k).slice(1) for k in keys]
+        earlier = [pl.col(k).slice(0, n - 1) for k in keys]
+        above = later[-1] > earlier[-1]
+        for a, b in zip(reversed(later[:-1]), reversed(earlier[:-1]), strict=True):
+            above = (a > b) | ((a == b) & above)
+        increasing = n == 1 or bool(source.select(above.all()).item())
+    if not increasing:
+        _check_unique(cells, keys)
+    return _Cells(cells, values, valid)
+
+
+def _read_cells(source: Source, keys: tuple[str, ...], count: str, h: int | None) -> _Cells:
     names = rd.header(source)
     rd.require(names, key=list(keys), count=count)
+    if isinstance(source, pl.DataFrame):
+        fast = _fast_cells(source, keys, count, h)
+        if fast is not None:
+            return fast
     raw = rd.scan(source, text=[*keys, count])
     try:
         schema = raw.collect_schema()
@@ -137,7 +361,30 @@ def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFram
     rd.raise_first(stats, lf, checks, where=keys, what="the table")
     if not stats["sorted"][0]:
         _check_unique(cells, keys)
-    return cells
+    return _Cells(cells)
+
+
+def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFrame:
+    """The cells of a count table, read exactly and validated in one pass: the key columns as
+    written and the count as Int64 (see :mod:`persuasive.files.reading`).
+
+    An in-memory frame whose count column is of an integer type is checked by numpy passes over
+    its buffers (no copy); a failing check, and every other source, goes through one polars
+    query that finds the first failing row of every check."""
+    return _read_cells(source, keys, count, None).frame
+
+
+def _published(cells: _Cells, keys: tuple[str, ...], count: str, h: int) -> pl.DataFrame:
+    """The keys as read and the count, null where below h. With the fast path's parts, the count
+    column shares the cells' value buffer under the validity bits (no copy)."""
+    if cells.values is None or cells.valid is None:
+        c = pl.col(count)
+        return cells.frame.select(*keys, pl.when(c < h).then(None).otherwise(c).alias(count))
+    n = cells.values.size
+    arr = pa.Array.from_buffers(
+        pa.int64(), n, [pa.py_buffer(cells.valid), pa.py_buffer(cells.values)]
+    )
+    return cells.frame.select(*keys).with_columns(pl.Series(count, arr))
 
 
 @dataclass(frozen=True, eq=False)
@@ -349,8 +596,7 @@ def release_table(
         )
     params = TableParams(h_, r_, receiver, ks, cnt, target_kappa)
     body = TABLE_KIND.certify(params)
-    cells = read_cells(source, ks, cnt)
-    c = pl.col(cnt)
-    published = cells.select(*ks, pl.when(c < h_).then(None).otherwise(c).alias(cnt))
+    cells = _read_cells(source, ks, cnt, h_)
+    published = _published(cells, ks, cnt, h_)
     cert = body.certificate
-    return TableRelease(published, cert, params, cells, r_explicit=r is not None)
+    return TableRelease(published, cert, params, cells.frame, r_explicit=r is not None)
