@@ -126,6 +126,8 @@ class Prop3(Theorem):
         m1, m2 = mechanism.first, mechanism.second
         t1, t2 = find_theorem(m1, definition), find_theorem(m2, definition)
         splits = np.unique(np.concatenate([[0.0, 1.0], np.linspace(0.0, 1.0, SPLITS)]))
+        if delta <= 0.0:  # every split is delta1 = delta2 = 0
+            splits = np.zeros(1)
         best = math.inf
         for u in splits:
             d1 = delta * u
