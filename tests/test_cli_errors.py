@@ -182,13 +182,6 @@ def test_certify_composition_is_the_sum_of_the_parts(composition: Path) -> None:
     assert doc["holds"] is True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: 'persuasive audit' of a composition exits 3 (IndexError at "
-    "audit/montecarlo.py loss_samples: Composition.sample returns a tuple of per-part sample "
-    "arrays, and 'lambda k: t[k]' indexes the tuple instead of sample k; use "
-    "'lambda k: tuple(part[k] for part in t)' when t is a tuple)",
-)
 def test_audit_composition_gives_a_verdict_below_the_certificate(composition: Path) -> None:
     result = invoke("audit", str(composition), "--json", "--seed", "3", "--quiet")
     assert result.exit_code in (0, 1), result.stderr
