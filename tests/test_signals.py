@@ -266,6 +266,22 @@ def test_interrupted_replacement_keeps_the_earlier_folder(
 
 @pytest.mark.xfail(
     strict=True,
+    reason="BUG: OutputFolder.__enter__ creates the missing parents of --out "
+    "(dest.parent.mkdir(parents=True)) and never removes them, so an interrupted (or failed) "
+    "release into new/deep/out leaves the empty folders new/ and new/deep/ behind; fix: "
+    "remember the ancestors it created and rmdir them (if still empty) when the temporary "
+    "folder is removed",
+)
+def test_interrupted_release_into_new_parents_leaves_no_folder(table: Path, tmp_path: Path) -> None:
+    before = snapshot(tmp_path)
+    out = tmp_path / "new" / "deep" / "out"
+    proc = drive(table_args(table, out), "step:write", "SIGTERM", tmp_path)
+    assert_interrupted(proc, "SIGTERM")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
     reason="BUG: SIGINT prints no 'error: interrupted' line (exit 130 with an empty standard "
     "error): typer's TyperGroup._main catches KeyboardInterrupt and returns Exit(130), which "
     "cli._app.run receives as the return value 130, so its KeyboardInterrupt / Abort branches "
