@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import signal
 import zlib
+from datetime import date
 from unittest import mock
 
 import numpy as np
@@ -69,8 +70,8 @@ def _compare(
             assert fast.summary() == gen.summary()
             # ... and the fast path was taken (not a silent fall-back).
             with mock.patch.multiple(T, _BLOCK=block, _PARALLEL_ROWS=parallel):
-                got = T._fast_cells(df, tuple(keys), "n", h)
-            assert got is not None and got.values is not None and got.valid is not None
+                got = T._fast_cells(df, tuple(keys), "n")
+            assert got is not None
             assert_frame_equal(
                 read_cells(df, tuple(keys), "n"), read_cells(df.lazy(), tuple(keys), "n")
             )
@@ -361,3 +362,60 @@ def test_every_key_kind_and_defect(kind: str, layout: str, defect: str) -> None:
             err,
             expected,
         )
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        pl.Series("k", [0.5, -0.0, 0.0, 2.0]),
+        pl.Series("k", [-0.0, 0.0, 1.0]),
+        pl.Series("k", [1.0, float("nan"), float("nan")]),
+        pl.Series("k", [1.0, 2.0, float("nan")]),
+        pl.Series("k", [float("nan"), 1.0]),
+        pl.Series("k", [False, True]),
+        pl.Series("k", [True, False, True]),
+        pl.Series("k", [date(2020, 1, 2), date(2020, 1, 1), date(2020, 1, 3)]),
+        pl.Series("k", [date(2020, 1, 1), date(2020, 1, 1)]),
+        pl.Series("k", [b"a", b"b", b"a"]),
+        pl.Series("k", ["b", "a", "c"]).cast(pl.Categorical),
+        pl.Series("k", [[1], [2]]),
+    ],
+    ids=repr,
+)
+def test_other_key_types_agree(column: pl.Series) -> None:
+    df = pl.DataFrame([column, pl.Series("n", list(range(3, 3 + column.len())))])
+    gen_err, gen = _outcome(df.lazy(), ["k"], 4)
+    fast_err, fast = _outcome(df, ["k"], 4)
+    assert fast_err == gen_err
+    if gen is not None:
+        assert fast is not None
+        assert_frame_equal(fast.published, gen.published)
+
+
+@pytest.mark.parametrize("keys", [["k"], ["k", "k2"]])
+def test_hash_collisions_fall_back_to_exact_hashing(keys: list[str]) -> None:
+    df = pl.DataFrame({"k": ["x", "y", "z", "w"], "k2": [1, 1, 2, 2], "n": [1, 5, 7, 9]})
+    assert T._sorted_distinct(df, tuple(keys)) is True
+    assert T._sorted_distinct(df.with_columns(k=pl.lit("x")), ("k",)) is None
+    constant = pl.Series("hash", [7] * 4, dtype=pl.UInt64)
+    with mock.patch.object(pl.DataFrame, "hash_rows", lambda *_a, **_k: constant):
+        assert T._sorted_distinct(df, tuple(keys)) is None  # every hash collides
+        rel = release_table(df, keys=keys, count="n", h=4, receiver=RECEIVER)
+        assert rel.published["n"].to_list() == [None, 5, 7, 9]
+        with pytest.raises(ValidationError, match=r"duplicated key \(k='x'"):
+            release_table(
+                df.with_columns(k=pl.lit("x"), k2=pl.lit(1)),
+                keys=keys,
+                count="n",
+                h=4,
+                receiver=RECEIVER,
+            )
+
+
+def test_sparse_integer_keys_are_sorted_exactly() -> None:
+    keys = np.array([10**15, -(2**63), 2**63 - 1, 5, -3], dtype=np.int64)
+    df = pl.DataFrame({"k": keys, "n": np.arange(5)})
+    assert T._dense_distinct([keys]) is None and T._sorted_distinct(df, ("k",)) is True
+    keys[3] = 2**63 - 1
+    assert T._sorted_distinct(df.with_columns(k=pl.Series(keys)), ("k",)) is False
+    _compare(df.with_columns(k=pl.Series(keys)), ["k"], 3)

@@ -162,43 +162,6 @@ def _split(fn: Callable[[int, int], _T], n: int) -> list[_T]:
     return [first, *(f.result() for f in futures)]
 
 
-def _counts_ok(c: NDArray[np.int64], h: int, valid: NDArray[np.uint8] | None) -> bool:
-    """No count is negative; with ``h``, ``valid`` gets the Arrow validity bits of the published
-    counts (bit i set, LSB first, when c[i] >= h). One read of the counts."""
-
-    def part(start: int, stop: int) -> bool:
-        for i in range(start, stop, _BLOCK):
-            block = c[i : min(i + _BLOCK, stop)]
-            if block.min() < 0:
-                return False
-            if valid is not None:
-                valid[i // 8 : (i + block.size + 7) // 8] = np.packbits(
-                    block >= h, bitorder="little"
-                )
-        return True
-
-    return all(_split(part, c.size))
-
-
-def _increasing(cols: list[NDArray[Any]]) -> bool:
-    """Every row's key (integer columns) is lexicographically above the previous row's."""
-    n = cols[0].size
-
-    def part(start: int, stop: int) -> bool:
-        for i in range(start, stop, _BLOCK):
-            j = min(i + _BLOCK, stop)
-            later, earlier = cols[-1][i + 1 : j + 1], cols[-1][i:j]
-            above = later > earlier
-            for k in reversed(cols[:-1]):
-                later, earlier = k[i + 1 : j + 1], k[i:j]
-                above = (later > earlier) | ((later == earlier) & above)
-            if not above.all():
-                return False
-        return True
-
-    return all(_split(part, n - 1))
-
-
 def _offset(block: NDArray[Any], lo: int) -> NDArray[np.int64]:
     """``block - lo`` as int64, for entries known to be in [lo, lo + 2^62)."""
     if block.dtype == np.uint64:
@@ -217,14 +180,19 @@ def _dense_distinct(cols: list[NDArray[Any]]) -> bool | None:
         k = cols[0]
         seen = np.zeros(limit, dtype=np.bool_)
 
+        unsigned = np.dtype(f"u{k.dtype.itemsize}")
+
         def direct(start: int, stop: int) -> int | None:
             top = -1
             for i in range(start, stop, _BLOCK):
                 block = k[i : min(i + _BLOCK, stop)]
-                lo_b, hi_b = int(block.min()), int(block.max())
-                if lo_b < 0 or hi_b >= limit:
+                # As unsigned (a bijection of the dtype), every key is in [0, limit) iff the
+                # largest is: negative keys are then at or above 2^(bits - 1).
+                as_index = block.view(unsigned)
+                hi_b = int(as_index.max())
+                if hi_b >= limit:
                     return None
-                seen[block] = True
+                seen[block if block.dtype == np.int64 else as_index.astype(np.int64)] = True
                 top = max(top, hi_b)
             return top
 
@@ -265,12 +233,31 @@ def _min_max(k: NDArray[Any]) -> tuple[int, int]:
     return min(lo for lo, _ in found), max(hi for _, hi in found)
 
 
+def _exact_hash(dtype: pl.DataType) -> bool:
+    """Types whose equal values have equal bits, so equal keys have equal row hashes."""
+    return dtype.is_integer() or dtype.is_temporal() or dtype in (pl.String, pl.Binary, pl.Boolean)
+
+
+def _sorted_distinct(table: pl.DataFrame, keys: tuple[str, ...]) -> bool | None:
+    """True when the keys are distinct, proved by sorting: the values of one integer key, else
+    the 64-bit row hashes (equal keys hash equally, so distinct hashes are distinct keys).
+    None when two hashes are equal (a duplicate, or a collision: hashing decides)."""
+    if len(keys) == 1 and table.schema[keys[0]].is_integer():
+        values = np.sort(table.get_column(keys[0]).to_numpy())
+        return not bool((values[1:] == values[:-1]).any())
+    hashes = np.sort(table.select(*keys).hash_rows().to_numpy())
+    return None if bool((hashes[1:] == hashes[:-1]).any()) else True
+
+
 def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
-    """Keys are unique: a bitmap for compact integer keys, hashing otherwise; a duplicate is
-    named by its first two rows."""
+    """Keys are unique: a bitmap for compact integer keys, sorting (the values, or the row
+    hashes) for other integer, text and temporal keys, hashing otherwise; a duplicate is named
+    by its first two rows."""
     distinct: bool | None = None
     if table.height and all(table.schema[k].is_integer() for k in keys):
         distinct = _dense_distinct([table.get_column(k).to_numpy() for k in keys])
+    if distinct is None and all(_exact_hash(table.schema[k]) for k in keys):
+        distinct = _sorted_distinct(table, keys)
     if distinct is None:
         key_struct = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
         distinct = table.select(key_struct.n_unique()).item() == table.height
@@ -293,23 +280,29 @@ def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
     )
 
 
-@dataclass(frozen=True)
-class _Cells:
-    """Validated cells, and (in-memory fast path, when asked) the published counts' parts."""
+def _increasing(cols: list[pl.Series]) -> bool:
+    """Every row's key is lexicographically above the previous row's (the comparison of
+    :func:`_sorted_unique`, on the Series): first on the leading block alone, so that
+    unsorted keys are found at once."""
+    pairs = cols[0].len() - 1
 
-    frame: pl.DataFrame
-    values: NDArray[np.int64] | None = None
-    valid: NDArray[np.uint8] | None = None
+    def above(start: int, length: int) -> bool:
+        later = [s.slice(start + 1, length) for s in cols]
+        earlier = [s.slice(start, length) for s in cols]
+        out = later[-1] > earlier[-1]
+        for a, b in zip(reversed(later[:-1]), reversed(earlier[:-1]), strict=True):
+            out = (a > b) | ((a == b) & out)
+        return bool(out.all())
+
+    head = min(pairs, _BLOCK)
+    return above(0, head) and (head == pairs or above(head, pairs - head))
 
 
-def _fast_cells(
-    source: pl.DataFrame, keys: tuple[str, ...], count: str, h: int | None
-) -> _Cells | None:
-    """The cells of an in-memory frame with an integer count column, validated by numpy passes
-    over the column buffers: null counts from the Arrow metadata, negatives by a block-wise
-    min, sortedness by a block-wise comparison, uniqueness (unsorted keys) by
-    :func:`_check_unique`. None when a check fails or the frame is not of this kind: then the
-    generic path decides and names the first failing row."""
+def _fast_cells(source: pl.DataFrame, keys: tuple[str, ...], count: str) -> pl.DataFrame | None:
+    """The cells of an in-memory frame with an integer count column, validated on the column
+    buffers: nulls from the Arrow metadata, negatives by a min, sortedness by one comparison
+    pass, uniqueness of unsorted keys by :func:`_check_unique`. None when a check fails or the
+    frame is not of this kind: then the generic path decides and names the first failing row."""
     n = source.height
     cols = [source.get_column(k) for k in keys]
     c = source.get_column(count)
@@ -319,32 +312,29 @@ def _fast_cells(
         return None
     if c.null_count() or any(s.null_count() for s in cols):
         return None
-    if c.dtype == pl.UInt64 and int(c.max()) > rd.MAX_COUNT:  # type: ignore[arg-type]
+    if c.dtype.is_signed_integer():
+        low = c.to_numpy().min() if c.n_chunks() == 1 else c.min()
+        if low < 0:  # type: ignore[operator]
+            return None
+    elif c.dtype == pl.UInt64 and c.max() > rd.MAX_COUNT:  # type: ignore[operator]
         return None
-    cells = source.select(*keys, count if c.dtype == pl.Int64 else pl.col(count).cast(pl.Int64))
-    values = cells.get_column(count).to_numpy()
-    valid = None if h is None else np.empty(-(-n // 8), dtype=np.uint8)
-    if not _counts_ok(values, 0 if h is None else h, valid):
-        return None
-    if all(s.dtype.is_integer() for s in cols):
-        increasing = _increasing([s.to_numpy() for s in cols])
-    else:
-        later = [pl.col(k).slice(1) for k in keys]
-        earlier = [pl.col(k).slice(0, n - 1) for k in keys]
-        above = later[-1] > earlier[-1]
-        for a, b in zip(reversed(later[:-1]), reversed(earlier[:-1]), strict=True):
-            above = (a > b) | ((a == b) & above)
-        increasing = n == 1 or bool(source.select(above.all()).item())
-    if not increasing:
+    cells = pl.DataFrame([*cols, c if c.dtype == pl.Int64 else c.cast(pl.Int64)])
+    if not _increasing(cols):
         _check_unique(cells, keys)
-    return _Cells(cells, values, valid)
+    return cells
 
 
-def _read_cells(source: Source, keys: tuple[str, ...], count: str, h: int | None) -> _Cells:
+def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFrame:
+    """The cells of a count table, read exactly and validated in one pass: the key columns as
+    written and the count as Int64 (see :mod:`persuasive.files.reading`).
+
+    An in-memory frame whose count column is of an integer type is checked on its buffers (no
+    copy); a failing check, and every other source, goes through one polars query that finds
+    the first failing row of every check."""
     names = rd.header(source)
     rd.require(names, key=list(keys), count=count)
     if isinstance(source, pl.DataFrame):
-        fast = _fast_cells(source, keys, count, h)
+        fast = _fast_cells(source, keys, count)
         if fast is not None:
             return fast
     raw = rd.scan(source, text=[*keys, count])
@@ -361,30 +351,22 @@ def _read_cells(source: Source, keys: tuple[str, ...], count: str, h: int | None
     rd.raise_first(stats, lf, checks, where=keys, what="the table")
     if not stats["sorted"][0]:
         _check_unique(cells, keys)
-    return _Cells(cells)
+    return cells
 
 
-def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFrame:
-    """The cells of a count table, read exactly and validated in one pass: the key columns as
-    written and the count as Int64 (see :mod:`persuasive.files.reading`).
-
-    An in-memory frame whose count column is of an integer type is checked by numpy passes over
-    its buffers (no copy); a failing check, and every other source, goes through one polars
-    query that finds the first failing row of every check."""
-    return _read_cells(source, keys, count, None).frame
-
-
-def _published(cells: _Cells, keys: tuple[str, ...], count: str, h: int) -> pl.DataFrame:
-    """The keys as read and the count, null where below h. With the fast path's parts, the count
-    column shares the cells' value buffer under the validity bits (no copy)."""
-    if cells.values is None or cells.valid is None:
-        c = pl.col(count)
-        return cells.frame.select(*keys, pl.when(c < h).then(None).otherwise(c).alias(count))
-    n = cells.values.size
-    arr = pa.Array.from_buffers(
-        pa.int64(), n, [pa.py_buffer(cells.valid), pa.py_buffer(cells.values)]
-    )
-    return cells.frame.select(*keys).with_columns(pl.Series(count, arr))
+def _published(cells: pl.DataFrame, keys: tuple[str, ...], count: str, h: int) -> pl.DataFrame:
+    """The keys as read and the count, null where below h: one comparison pass, whose bits
+    become the validity of the cells' own count buffer (no copy of the counts)."""
+    c = cells.get_column(count)
+    if c.n_chunks() == 1 and not c.null_count():
+        bits = (c >= h).to_arrow()
+        if bits.offset == 0 and not bits.null_count:
+            arr = pa.Array.from_buffers(
+                pa.int64(), c.len(), [bits.buffers()[1], pa.py_buffer(c.to_numpy())]
+            )
+            return pl.DataFrame([*(cells.get_column(k) for k in keys), pl.Series(count, arr)])
+    col = pl.col(count)
+    return cells.select(*keys, pl.when(col < h).then(None).otherwise(col).alias(count))
 
 
 @dataclass(frozen=True, eq=False)
@@ -497,10 +479,9 @@ class TableRelease:
 
     # ------------------------------------------------------------------ the pipeline protocol
     def published_files(self, table_format: str) -> dict[str, Any]:
-        from persuasive.release.pipeline import write_frame
+        from persuasive.release.pipeline import frame_files
 
-        name = f"released.{table_format}"
-        return {name: write_frame(self.published)(name)}
+        return frame_files({"released": self.published}, table_format)
 
     def custodian(self, table_format: str) -> dict[str, Any]:
         return {}
@@ -596,7 +577,7 @@ def release_table(
         )
     params = TableParams(h_, r_, receiver, ks, cnt, target_kappa)
     body = TABLE_KIND.certify(params)
-    cells = _read_cells(source, ks, cnt, h_)
+    cells = read_cells(source, ks, cnt)
     published = _published(cells, ks, cnt, h_)
     cert = body.certificate
-    return TableRelease(published, cert, params, cells.frame, r_explicit=r is not None)
+    return TableRelease(published, cert, params, cells, r_explicit=r is not None)
