@@ -188,7 +188,7 @@ def table(tmp_path: Path) -> Path:
 @pytest.fixture
 def grid(tmp_path: Path) -> Path:
     p = tmp_path / "grid.csv"
-    counts = [1, 7, 9, 8, 2, 6, 12, 0, 5]
+    counts = [1, 2, 9, 2, 1, 8, 7, 6, 12]  # a 2 x 2 suppressed block: nothing disclosed
     cells = [f"{a},{b}" for a in "abc" for b in "xyz"]
     p.write_text(
         "r,c,n\n" + "".join(f"{c},{n}\n" for c, n in zip(cells, counts, strict=True)),
