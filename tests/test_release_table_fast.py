@@ -38,8 +38,13 @@ def _fits(dtype: pl.DataType, values: list[int]) -> bool:
     return all(info.min <= v <= info.max for v in values)
 
 
-#: Block settings: the defaults, and tiny blocks that split every pass across threads.
-BLOCKS = [(T._BLOCK, T._PARALLEL_ROWS), (8, 16)]
+#: Settings: the defaults; tiny blocks that split every pass across threads; tiny blocks and
+#: the bit-sum table (beyond cache) for every key range.
+BLOCKS: list[dict[str, int]] = [
+    {"_BLOCK": T._BLOCK},
+    {"_BLOCK": 8, "_PARALLEL_ROWS": 16},
+    {"_BLOCK": 8, "_BOOL_SLOTS": 0},
+]
 
 
 def _outcome(
@@ -53,12 +58,12 @@ def _outcome(
 
 
 def _compare(
-    df: pl.DataFrame, keys: list[str], h: int, blocks: list[tuple[int, int]] = BLOCKS
+    df: pl.DataFrame, keys: list[str], h: int, blocks: list[dict[str, int]] = BLOCKS
 ) -> tuple[str | None, T.TableRelease | None]:
     """Run the fast path (the frame) and the generic path (its LazyFrame); they must agree."""
     gen_err, gen = _outcome(df.lazy(), keys, h)
-    for block, parallel in blocks:
-        with mock.patch.multiple(T, _BLOCK=block, _PARALLEL_ROWS=parallel):
+    for patches in blocks:
+        with mock.patch.multiple(T, **patches):
             fast_err, fast = _outcome(df, keys, h)
         assert fast_err == gen_err
         if gen is not None:
@@ -69,7 +74,7 @@ def _compare(
             assert_frame_equal(fast.table, gen.table)
             assert fast.summary() == gen.summary()
             # ... and the fast path was taken (not a silent fall-back).
-            with mock.patch.multiple(T, _BLOCK=block, _PARALLEL_ROWS=parallel):
+            with mock.patch.multiple(T, **patches):
                 got = T._fast_cells(df, tuple(keys), "n")
             assert got is not None
             assert_frame_equal(
@@ -224,8 +229,8 @@ def test_bitmap_check_matches_a_set(
         arr = arr.view(np.uint64)
     cols = [arr // 7, arr % 7] if two else [arr]
     truth = len({tuple(int(c[i]) for c in cols) for i in range(n)}) == n
-    for block, parallel in BLOCKS:
-        with mock.patch.multiple(T, _BLOCK=block, _PARALLEL_ROWS=parallel):
+    for patches in BLOCKS:
+        with mock.patch.multiple(T, **patches):
             got = T._dense_distinct(cols)
         assert got is None or got == truth
     span = int(arr.max()) - int(arr.min()) + 1

@@ -170,53 +170,94 @@ def _offset(block: NDArray[Any], lo: int) -> NDArray[np.int64]:
 
 
 def _dense_distinct(cols: list[NDArray[Any]]) -> bool | None:
-    """Whether the rows' integer keys are distinct, by a bitmap over the key range: one scatter
-    pass (split across threads: every write stores True, so the parts may share the bitmap).
-    None when the range is not compact (above :data:`_DENSE_KEY_SPAN` times the row count)."""
+    """Whether the rows' integer keys are distinct, by marking each key's slot in a table over
+    the key range (:func:`_marks`). None when the range is not compact (above
+    :data:`_DENSE_KEY_SPAN` times the row count): then sorting or hashing decides."""
     n = cols[0].size
     limit = _DENSE_KEY_SPAN * n
     if len(cols) == 1:
-        # Keys in [0, limit): checked block by block while scattering, no min/max pass first.
+        # Keys in [0, limit) index the table as they are: checked block by block while
+        # marking, so no min/max pass comes first.
         k = cols[0]
-        seen = np.zeros(limit, dtype=np.bool_)
-
         unsigned = np.dtype(f"u{k.dtype.itemsize}")
 
-        def direct(start: int, stop: int) -> int | None:
-            top = -1
-            for i in range(start, stop, _BLOCK):
-                block = k[i : min(i + _BLOCK, stop)]
-                # As unsigned (a bijection of the dtype), every key is in [0, limit) iff the
-                # largest is: negative keys are then at or above 2^(bits - 1).
-                as_index = block.view(unsigned)
-                hi_b = int(as_index.max())
-                if hi_b >= limit:
-                    return None
-                seen[block if block.dtype == np.int64 else as_index.astype(np.int64)] = True
-                top = max(top, hi_b)
-            return top
+        def direct(i: int, j: int) -> tuple[NDArray[np.int64], int] | None:
+            block = k[i:j]
+            # As unsigned (a bijection of the dtype), every key is in [0, limit) iff the
+            # largest is: negative keys are then at or above 2^(bits - 1).
+            as_index = block.view(unsigned)
+            top = int(as_index.max())
+            if top >= limit:
+                return None
+            return (block if block.dtype == np.int64 else as_index.astype(np.int64)), top
 
-        tops = _split(direct, n)
-        if all(t is not None for t in tops):
-            return int(np.count_nonzero(seen[: max(t for t in tops if t is not None) + 1])) == n
-        del seen
+        found = _marks(direct, n, limit)
+        if found is not None:
+            return found
     ranges = [_min_max(k) for k in cols]
     spans = [hi - lo + 1 for lo, hi in ranges]
-    if math.prod(spans) > limit:
+    size = math.prod(spans)
+    if size > limit:
         return None
     strides = [math.prod(spans[j + 1 :]) for j in range(len(cols))]
-    seen = np.zeros(math.prod(spans), dtype=np.bool_)
 
-    def scatter(start: int, stop: int) -> None:
+    def composite(i: int, j: int) -> tuple[NDArray[np.int64], int]:
+        index = _offset(cols[-1][i:j], ranges[-1][0])
+        for k, (lo, _), stride in zip(cols[:-1], ranges[:-1], strides[:-1], strict=True):
+            index += _offset(k[i:j], lo) * stride
+        return index, size - 1
+
+    return _marks(composite, n, size)
+
+
+#: Tables of more slots than this use one bit per slot (they would not stay in cache).
+_BOOL_SLOTS = 1 << 25
+_POW2 = (1 << np.arange(8)).astype(np.uint8)
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def _popcount(b: NDArray[np.uint8]) -> int:
+    if hasattr(np, "bitwise_count"):  # numpy >= 2
+        return int(np.bitwise_count(b).sum(dtype=np.int64))
+    return int(_POPCOUNT[b].sum(dtype=np.int64))
+
+
+def _marks(
+    index: Callable[[int, int], tuple[NDArray[np.int64], int] | None], n: int, size: int
+) -> bool | None:
+    """Whether the n slots ``index(i, j)`` gives for rows i..j-1 (with the largest, or None when
+    one is outside [0, size)) are distinct. Up to :data:`_BOOL_SLOTS` slots: a byte per slot,
+    set by a scatter split across threads (every write stores True, so the parts may share
+    the table). Beyond: a byte per 8 slots, to which each row adds 2^(slot mod 8), in one
+    thread (``np.add.at``); the sums' popcounts total n iff no slot is added twice (adding a
+    bit already set carries, which never raises the popcount; nor does the wrap mod 256)."""
+    if size > _BOOL_SLOTS:
+        sums = np.zeros(-(-size // 8), dtype=np.uint8)
+        top = 0
+        for i in range(0, n, _BLOCK):
+            got = index(i, min(i + _BLOCK, n))
+            if got is None:
+                return None
+            slots, top_b = got
+            np.add.at(sums, slots >> 3, _POW2[slots & 7])
+            top = max(top, top_b)
+        return _popcount(sums[: top // 8 + 1]) == n
+    seen = np.zeros(size, dtype=np.bool_)
+
+    def part(start: int, stop: int) -> int | None:
+        top = 0
         for i in range(start, stop, _BLOCK):
-            j = min(i + _BLOCK, stop)
-            index = _offset(cols[-1][i:j], ranges[-1][0])
-            for k, (lo, _), stride in zip(cols[:-1], ranges[:-1], strides[:-1], strict=True):
-                index += _offset(k[i:j], lo) * stride
-            seen[index] = True
+            got = index(i, min(i + _BLOCK, stop))
+            if got is None:
+                return None
+            seen[got[0]] = True
+            top = max(top, got[1])
+        return top
 
-    _split(scatter, n)
-    return int(np.count_nonzero(seen)) == n
+    tops = _split(part, n)
+    if any(t is None for t in tops):
+        return None
+    return int(np.count_nonzero(seen[: max(t or 0 for t in tops) + 1])) == n
 
 
 def _min_max(k: NDArray[Any]) -> tuple[int, int]:
