@@ -205,7 +205,6 @@ TABLE_POINTS = [
     ("step:read", "SIGTERM"),
     ("step:write", "SIGTERM"),
     ("published", "SIGTERM"),
-    ("step:certify", "SIGTERM"),
     ("step:report", "SIGTERM"),
     ("step:verify", "SIGTERM"),
     ("commit", "SIGTERM"),
@@ -227,7 +226,6 @@ def test_interrupted_table_release_leaves_nothing(
 
 MARGINS_POINTS = [
     ("step:plan and audit", "SIGTERM"),
-    ("step:write", "SIGTERM"),
     ("custodian", "SIGTERM"),
     ("step:verify", "SIGTERM"),
     ("commit", "SIGHUP"),

@@ -152,8 +152,11 @@ def changed_values(value: Any) -> list[Any]:
     return []
 
 
-def edits(doc: dict[str, Any]) -> Iterator[tuple[str, Path_, str, dict[str, Any]]]:
-    """Every edit: (what, path of the edited field, its name, the edited document)."""
+def edits(
+    doc: dict[str, Any], *, thorough: bool = True
+) -> Iterator[tuple[str, Path_, str, dict[str, Any]]]:
+    """Every edit: (what, path of the edited field, its name, the edited document); with
+    ``thorough=False`` one new value per leaf."""
     for path, value in list(walk(doc)):
         if isinstance(value, dict):
             d = copy.deepcopy(doc)
@@ -173,7 +176,7 @@ def edits(doc: dict[str, Any]) -> Iterator[tuple[str, Path_, str, dict[str, Any]
                 at(d, path).pop()
                 yield "shorten", path, name_of(doc, path), d
         elif path:
-            for new in changed_values(value):
+            for new in changed_values(value)[: None if thorough else 1]:
                 d = copy.deepcopy(doc)
                 at(d, path[:-1])[path[-1]] = new
                 yield f"set {new!r}", path, name_of(doc, path), d
@@ -299,7 +302,7 @@ def test_every_plain_edit_is_not_verified(releases: dict[str, Path], kind: str) 
     doc = genuine(folder)
     missed = []
     count = 0
-    for what, _path, field, edited in edits(doc):
+    for what, _path, field, edited in edits(doc, thorough=False):
         count += 1
         ok, _said = run_verify(edited, folder)
         if ok:
@@ -324,8 +327,9 @@ CRASH_XFAIL = pytest.mark.xfail(
 def test_no_edit_crashes_verify(releases: dict[str, Path], kind: str) -> None:
     folder = releases[kind]
     crashes = []
-    for what, _path, field, edited in edits(genuine(folder)):
-        for redigest in (False, True):
+    doc = genuine(folder)
+    for thorough, redigest in ((False, False), (True, True)):  # as the tests above (memoised)
+        for what, _path, field, edited in edits(doc, thorough=thorough):
             if redigest:
                 with_digest(edited)
             _ok, said = run_verify(edited, folder)
