@@ -551,3 +551,71 @@ def test_parquet_decimal_count_is_published_exactly_or_refused(tmp_path: Path) -
     assert result.exit_code == 0, result.stderr
     _, recs = parquet_rows(tmp_path / "out" / "released.parquet")
     assert [r["n"] for r in recs] == [2**53 + 1, None]
+
+
+def _big_rows(n: int, seed: int) -> list[tuple[str, int]]:
+    import random
+
+    rng = random.Random(seed)
+    counts = [rng.choice([rng.randrange(0, 10), rng.randrange(0, MAX_COUNT)]) for _ in range(n)]
+    counts[-1] = MAX_COUNT
+    return [(f"{i:06d}", c) for i, c in enumerate(counts)]
+
+
+def test_large_csv_release_is_exact(tmp_path: Path) -> None:
+    """More rows than one block of the table code (2^16) and not a multiple of 8."""
+    rows = _big_rows(70_001, seed=7)
+    data = tmp_path / "big.csv"
+    write_csv(data, ["k", "n"], [[k, c] for k, c in rows])
+    result = release_table(data, tmp_path / "out", ["k"], "n", 5)
+    assert result.exit_code == 0, result.stderr
+    check_csv_publication(
+        tmp_path / "out" / "released.csv", ["k", "n"], [((k,), c) for k, c in rows], 5
+    )
+
+
+@pytest.mark.parametrize("dtype", ["Int64", "UInt64", "Int32", "UInt16"])
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_in_memory_frame_release_is_exact(dtype: str, order: str) -> None:
+    """The Python API on a polars frame (the in-memory path over the column buffers)."""
+    import random
+
+    import polars as pl
+
+    from persuasive.classes.receivers import SmallCellReceiver
+    from persuasive.release.tables import release_table as api_release
+
+    limit = {"Int64": MAX_COUNT, "UInt64": MAX_COUNT, "Int32": 2**31 - 1, "UInt16": 2**16 - 1}
+    rng = random.Random(11)
+    n = 70_003
+    keys = list(range(0, 3 * n, 3))
+    if order == "shuffled":
+        rng.shuffle(keys)
+    counts = [rng.choice([rng.randrange(0, 10), rng.randrange(0, limit[dtype] + 1)]) for _ in keys]
+    frame = pl.DataFrame(
+        [pl.Series("k", keys, dtype=pl.Int64), pl.Series("n", counts, dtype=getattr(pl, dtype))]
+    )
+    rel = api_release(frame, keys="k", count="n", h=5, receiver=SmallCellReceiver(0.5))
+    assert rel.published.schema["n"] == pl.Int64
+    assert rel.published.get_column("k").to_list() == keys
+    assert rel.published.get_column("n").to_list() == [c if c >= 5 else None for c in counts]
+
+
+def test_in_memory_frame_errors_name_the_row() -> None:
+    import polars as pl
+
+    from persuasive.classes.receivers import SmallCellReceiver
+    from persuasive.errors import ValidationError
+    from persuasive.release.tables import release_table as api_release
+
+    n = 70_000
+    keys = list(range(n, 0, -1))  # unsorted: the uniqueness check runs
+    keys[60_000] = keys[10]  # rows 11 and 60001 share a key
+    frame = pl.DataFrame({"k": keys, "n": [7] * n})
+    with pytest.raises(ValidationError, match=r"k=69990\) at rows 11 and 60001"):
+        api_release(frame, keys="k", count="n", h=5, receiver=SmallCellReceiver(0.5))
+    counts = [7] * n
+    counts[65_537] = -1
+    frame = pl.DataFrame({"k": list(range(n)), "n": counts})
+    with pytest.raises(ValidationError, match=r"row 65538 \(k=65537\) is negative \(-1\)"):
+        api_release(frame, keys="k", count="n", h=5, receiver=SmallCellReceiver(0.5))
