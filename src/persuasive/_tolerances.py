@@ -57,3 +57,18 @@ PROPER_MC_Z: float = 4.0
 #: Upper-tail mass of a scipy cell law left out when a cell is enumerated on a finite grid
 #: (the grid is renormalised).
 CELL_TAIL: float = 1e-13
+
+#: Directed rounding of certificates (persuasive.certify._rounding): ulps of error allowed for
+#: one libm call (log, exp, expm1, log1p), stepped over upwards.
+LIBM_ULPS: int = 2
+
+#: Directed rounding of certificates: a closed form of a few operations is moved up by
+#: ``CLOSED_FORM_C * eps * m`` (m the magnitude of its terms) before it is reported, so that its
+#: floating-point error can only raise κ (or δ); the same bound decides when a non-positive
+#: computed κ is certainly 0.
+CLOSED_FORM_C: float = 64.0
+
+#: Relative float error absorbed when a privacy loss ℓ is put on the grid Δℤ of a privacy-loss
+#: distribution (persuasive.pld.pmf): a quotient ℓ/Δ within ``PLD_SNAP * max(1, |ℓ/Δ|)`` above
+#: an integer j is put on jΔ (rounding of the division only; the certificate adds it back).
+PLD_SNAP: float = 16.0 * 2.220446049250313e-16

@@ -37,16 +37,17 @@ from fractions import Fraction
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive import _tolerances as tol
+
 #: Machine epsilon of float64.
 EPS: float = float(np.finfo(np.float64).eps)
 
-#: Ulps of error allowed for one libm call (``log``, ``exp``, ``expm1``, ``log1p``).
-LIBM_ULPS: int = 2
+#: Ulps of error allowed for one libm call (``persuasive._tolerances.LIBM_ULPS``).
+LIBM_ULPS: int = tol.LIBM_ULPS
 
 #: Factor c of the absolute error bound c·eps·(magnitude of the terms) used by :func:`above`
-#: for a closed form of a few operations (each contributes at most a couple of ulps of its
-#: largest term).
-CLOSED_FORM_C: float = 64.0
+#: (``persuasive._tolerances.CLOSED_FORM_C``).
+CLOSED_FORM_C: float = tol.CLOSED_FORM_C
 
 
 def up(x: float, ulps: int = 1) -> float:

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from persuasive import _tolerances as tol
 from persuasive.certify._rounding import EPS, above, div_up, loss_up, up
 from persuasive.certify.registry import Bound, Theorem, all_of, score_names
 from persuasive.classes import NeighbourPriors
@@ -182,7 +183,7 @@ def _exact_tail(loss: NDArray[np.float64], p: NDArray[np.float64], eps: float) -
 
 #: Relative size (times eps) of the error bound of a closed form below which a non-positive
 #: value is certainly non-positive (so κ = 0 is exact).
-CLOSED_FORM_SLACK: float = 64.0 * EPS
+CLOSED_FORM_SLACK: float = tol.CLOSED_FORM_C * EPS
 
 
 def gaussian_delta(sigma: float, eps: float) -> float:

@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import fft as sfft
 from scipy.special import logsumexp
 
+from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
 
@@ -42,7 +43,7 @@ from persuasive.errors import ValidationError
 #: counts as jΔ. 16 ulps: larger than the division's error, so only rounding is absorbed (a
 #: fixed 1e-9 grid units would move a genuine loss down, in the Sender's favour); the
 #: certificate adds the corresponding few ulps back (:mod:`persuasive.certify.tight`).
-SNAP: float = 16.0 * float(np.finfo(np.float64).eps)
+SNAP: float = tol.PLD_SNAP
 #: Default total mass allowed outside the composition window (moved to the +inf atom).
 TAIL_MASS: float = 1e-15
 #: Default grid width Δ of the loss (same default as dp_accounting).
