@@ -38,12 +38,12 @@ def _fits(dtype: pl.DataType, values: list[int]) -> bool:
     return all(info.min <= v <= info.max for v in values)
 
 
-#: Settings: the defaults; tiny blocks that split every pass across threads; tiny blocks and
-#: the bit-sum table (beyond cache) for every key range.
-BLOCKS: list[dict[str, int]] = [
+#: Settings: the defaults; tiny blocks that split every pass across threads; tiny blocks on one
+#: CPU (no worker threads), where every key table is of bit sums.
+BLOCKS: list[dict[str, object]] = [
     {"_BLOCK": T._BLOCK},
     {"_BLOCK": 8, "_PARALLEL_ROWS": 16},
-    {"_BLOCK": 8, "_BOOL_SLOTS": 0},
+    {"_BLOCK": 8, "_PARALLEL_ROWS": 16, "_BOOL_SLOTS": 0, "_executor": lambda: None},
 ]
 
 
@@ -58,7 +58,7 @@ def _outcome(
 
 
 def _compare(
-    df: pl.DataFrame, keys: list[str], h: int, blocks: list[dict[str, int]] = BLOCKS
+    df: pl.DataFrame, keys: list[str], h: int, blocks: list[dict[str, object]] = BLOCKS
 ) -> tuple[str | None, T.TableRelease | None]:
     """Run the fast path (the frame) and the generic path (its LazyFrame); they must agree."""
     gen_err, gen = _outcome(df.lazy(), keys, h)
@@ -424,3 +424,25 @@ def test_sparse_integer_keys_are_sorted_exactly() -> None:
     keys[3] = 2**63 - 1
     assert T._sorted_distinct(df.with_columns(k=pl.Series(keys)), ("k",)) is False
     _compare(df.with_columns(k=pl.Series(keys)), ["k"], 3)
+
+
+@pytest.mark.parametrize(
+    "df",
+    [
+        pl.DataFrame({"k": [], "n": []}, schema={"k": pl.Int64, "n": pl.Int64}),
+        pl.DataFrame({"k": [1, 2, 3], "n": [1.0, 7.0, 12.0]}),
+        pl.DataFrame({"k": [1, 2, 3], "n": [1.0, 7.5, 12.0]}),
+        pl.DataFrame({"k": [1, 2, 3], "n": ["1", "7", "12"]}),
+        pl.DataFrame({"k": [1, 2, 3], "n": ["1", "x", "12"]}),
+        pl.DataFrame({"k": [1, 2, 3], "n": [True, False, True]}),
+    ],
+    ids=lambda df: f"{df.height} rows of {df.schema['n']}",
+)
+def test_other_count_types_and_empty_frames_take_the_generic_path(df: pl.DataFrame) -> None:
+    assert T._fast_cells(df, ("k",), "n") is None
+    gen_err, gen = _outcome(df.lazy(), ["k"], 4)
+    fast_err, fast = _outcome(df, ["k"], 4)
+    assert fast_err == gen_err
+    if gen is not None:
+        assert fast is not None
+        assert_frame_equal(fast.published, gen.published)

@@ -210,9 +210,10 @@ def _dense_distinct(cols: list[NDArray[Any]]) -> bool | None:
     return _marks(composite, n, size)
 
 
-#: Tables of more slots than this use one bit per slot (they would not stay in cache).
+#: Without worker threads, tables for more rows than this use one bit per slot (a byte per slot
+#: would not stay in cache); with them, the byte table split across threads is faster.
 _BOOL_SLOTS = 1 << 25
-_POW2 = (1 << np.arange(8)).astype(np.uint8)
+_ONE = np.uint8(1)
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
@@ -226,12 +227,13 @@ def _marks(
     index: Callable[[int, int], tuple[NDArray[np.int64], int] | None], n: int, size: int
 ) -> bool | None:
     """Whether the n slots ``index(i, j)`` gives for rows i..j-1 (with the largest, or None when
-    one is outside [0, size)) are distinct. Up to :data:`_BOOL_SLOTS` slots: a byte per slot,
-    set by a scatter split across threads (every write stores True, so the parts may share
-    the table). Beyond: a byte per 8 slots, to which each row adds 2^(slot mod 8), in one
-    thread (``np.add.at``); the sums' popcounts total n iff no slot is added twice (adding a
-    bit already set carries, which never raises the popcount; nor does the wrap mod 256)."""
-    if size > _BOOL_SLOTS:
+    one is outside [0, size)) are distinct. A byte per slot, set by a scatter split across the
+    worker threads (every write stores True, so the parts may share the table). Without worker
+    threads and above :data:`_BOOL_SLOTS` rows: a byte per 8 slots, to which each row adds
+    2^(slot mod 8) (``np.add.at``); the sums' popcounts total n iff no slot is added twice
+    (adding a bit already set carries, which never raises the popcount; nor does the wrap
+    mod 256)."""
+    if n > _BOOL_SLOTS and _executor() is None:
         sums = np.zeros(-(-size // 8), dtype=np.uint8)
         top = 0
         for i in range(0, n, _BLOCK):
@@ -239,7 +241,7 @@ def _marks(
             if got is None:
                 return None
             slots, top_b = got
-            np.add.at(sums, slots >> 3, _POW2[slots & 7])
+            np.add.at(sums, slots >> 3, np.left_shift(_ONE, (slots & 7).astype(np.uint8)))
             top = max(top, top_b)
         return _popcount(sums[: top // 8 + 1]) == n
     seen = np.zeros(size, dtype=np.bool_)
@@ -336,7 +338,32 @@ def _increasing(cols: list[pl.Series]) -> bool:
         return bool(out.all())
 
     head = min(pairs, _BLOCK)
-    return above(0, head) and (head == pairs or above(head, pairs - head))
+    if not above(0, head):
+        return False
+    return all(_split(lambda a, b: above(head + a, b - a), pairs - head))
+
+
+def _no_negative(c: pl.Series) -> bool:
+    if c.n_chunks() > 1:
+        return bool(c.min() >= 0)  # type: ignore[operator]
+    v = c.to_numpy()
+    return all(_split(lambda a, b: bool(v[a:b].min() >= 0), v.size))
+
+
+def _at_least(c: pl.Series, h: int) -> pa.Buffer | None:
+    """The bits (LSB first) of ``c >= h``: one comparison pass, split across threads; None when
+    the comparison's bitmap is not byte-aligned."""
+
+    def part(a: int, b: int) -> NDArray[np.uint8] | None:
+        bits = (c.slice(a, b - a) >= h).to_arrow()
+        if bits.offset or bits.null_count:
+            return None
+        return np.frombuffer(bits.buffers()[1], dtype=np.uint8, count=-(-(b - a) // 8))
+
+    parts = _split(part, c.len())
+    if any(p is None for p in parts):
+        return None
+    return pa.py_buffer(parts[0] if len(parts) == 1 else np.concatenate(parts))  # type: ignore[arg-type]
 
 
 def _fast_cells(source: pl.DataFrame, keys: tuple[str, ...], count: str) -> pl.DataFrame | None:
@@ -354,8 +381,7 @@ def _fast_cells(source: pl.DataFrame, keys: tuple[str, ...], count: str) -> pl.D
     if c.null_count() or any(s.null_count() for s in cols):
         return None
     if c.dtype.is_signed_integer():
-        low = c.to_numpy().min() if c.n_chunks() == 1 else c.min()
-        if low < 0:  # type: ignore[operator]
+        if not _no_negative(c):
             return None
     elif c.dtype == pl.UInt64 and c.max() > rd.MAX_COUNT:  # type: ignore[operator]
         return None
@@ -400,11 +426,9 @@ def _published(cells: pl.DataFrame, keys: tuple[str, ...], count: str, h: int) -
     become the validity of the cells' own count buffer (no copy of the counts)."""
     c = cells.get_column(count)
     if c.n_chunks() == 1 and not c.null_count():
-        bits = (c >= h).to_arrow()
-        if bits.offset == 0 and not bits.null_count:
-            arr = pa.Array.from_buffers(
-                pa.int64(), c.len(), [bits.buffers()[1], pa.py_buffer(c.to_numpy())]
-            )
+        valid = _at_least(c, h)
+        if valid is not None:
+            arr = pa.Array.from_buffers(pa.int64(), c.len(), [valid, pa.py_buffer(c.to_numpy())])
             return pl.DataFrame([*(cells.get_column(k) for k in keys), pl.Series(count, arr)])
     col = pl.col(count)
     return cells.select(*keys, pl.when(col < h).then(None).otherwise(col).alias(count))
