@@ -262,14 +262,6 @@ def test_interrupted_replacement_keeps_the_earlier_folder(
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: OutputFolder.__enter__ creates the missing parents of --out "
-    "(dest.parent.mkdir(parents=True)) and never removes them, so an interrupted (or failed) "
-    "release into new/deep/out leaves the empty folders new/ and new/deep/ behind; fix: "
-    "remember the ancestors it created and rmdir them (if still empty) when the temporary "
-    "folder is removed",
-)
 def test_interrupted_release_into_new_parents_leaves_no_folder(table: Path, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     out = tmp_path / "new" / "deep" / "out"
@@ -278,14 +270,6 @@ def test_interrupted_release_into_new_parents_leaves_no_folder(table: Path, tmp_
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: SIGINT prints no 'error: interrupted' line (exit 130 with an empty standard "
-    "error): typer's TyperGroup._main catches KeyboardInterrupt and returns Exit(130), which "
-    "cli._app.run receives as the return value 130, so its KeyboardInterrupt / Abort branches "
-    "never run. Fix: let handle_signals() turn SIGINT into Interrupted as it does TERM/HUP "
-    "(Interrupted is not a KeyboardInterrupt, so typer lets it through)",
-)
 def test_sigint_prints_one_error_line(table: Path, tmp_path: Path) -> None:
     proc = drive(table_args(table, tmp_path / "out"), "step:write", "SIGINT", tmp_path)
     assert_interrupted(proc, "SIGINT")
@@ -302,15 +286,6 @@ def _written_or_untouched(
     assert after == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a signal arriving once the folder is renamed into place (the end of "
-    "OutputFolder._commit, or later while the summary is printed) raises Interrupted: the CLI "
-    "prints 'error: interrupted (SIGTERM); nothing was written' and exits 143 although the "
-    "release was written (and a --force'd earlier folder is gone). Fix: leave handle_signals() "
-    "when the rename is done (restore the default handlers / record the signal and re-raise it "
-    "after a normal exit), or report 'interrupted after the release was written'",
-)
 @pytest.mark.parametrize("replace", [False, True], ids=["new", "force"])
 def test_signal_right_after_the_rename_is_reported_truthfully(
     table: Path, tmp_path: Path, replace: bool
@@ -329,15 +304,6 @@ def test_signal_right_after_the_rename_is_reported_truthfully(
     _written_or_untouched(proc, before, snapshot(tmp_path))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a signal while the temporary folder is created leaks it: OutputFolder."
-    "__enter__ makes it under _signals_blocked(), but the held signal is delivered when the "
-    "mask is restored (or at once: pthread_sigmask blocks the main thread only, and polars' "
-    "worker threads take the process-directed signal), so Interrupted leaves __enter__ and "
-    "__exit__ never runs: '.out.XXXX.persuasive-tmp' stays (and the handlers stay installed). "
-    "Fix: catch BaseException in __enter__ and remove self.tmp before re-raising",
-)
 def test_signal_while_the_temporary_folder_is_created(table: Path, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     proc = drive(table_args(table, tmp_path / "out"), "mkdtemp", "SIGTERM", tmp_path)
@@ -345,16 +311,6 @@ def test_signal_while_the_temporary_folder_is_created(table: Path, tmp_path: Pat
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: where renameat2 cannot exchange, _commit moves the earlier folder to "
-    "'.NAME.XXXX.old/' and then moves the new one in; _signals_blocked() is meant to keep "
-    "signals out of that window but pthread_sigmask only blocks the calling thread, and "
-    "polars' worker threads receive SIGTERM, so Interrupted is raised between the two renames: "
-    "the destination disappears and the earlier release is left in a hidden .old folder (exit "
-    "143, 'nothing was written'). Fix: block the signals process-wide (ignore them with "
-    "signal.signal(SIG_IGN) / a flag-only handler during the swap) and restore after",
-)
 def test_signal_between_the_two_renames_of_the_fallback(table: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     from typer.testing import CliRunner

@@ -154,9 +154,17 @@ class PersuasiveGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from persuasive.files.output import handle_signals
+        from persuasive.files.output import COMMITTED, handle_signals
 
-        with handle_signals():
+        DEBUG["on"] = os.environ.get("PERSUASIVE_DEBUG", "") not in ("", "0")
+        COMMITTED.clear()
+        with handle_signals(redeliver_late=False) as seen:
             code = run(self, args, prog_name or "persuasive", **extra)
+        if seen.late:
+            name = signal.Signals(seen.late[0]).name
+            print(
+                f"note: {name} came after the release was written; '{COMMITTED[-1]}' is complete",
+                file=sys.stderr,
+            )
         sys.stdout.flush()
         raise SystemExit(code)

@@ -50,49 +50,86 @@ SIGNALS: tuple[signal.Signals, ...] = tuple(
 
 
 class Interrupted(BaseException):
-    """Raised in the main thread when SIGTERM or SIGHUP arrives (SIGINT raises
-    KeyboardInterrupt), so that clean-up code runs before the process exits."""
+    """Raised in the main thread when SIGINT, SIGTERM or SIGHUP arrives, so that clean-up code
+    runs before the process exits."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(f"interrupted by {signal.Signals(signum).name}")
 
 
-@contextlib.contextmanager
-def handle_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into :class:`Interrupted` while the block runs (main thread
-    only; elsewhere a no-op), restoring the previous handlers afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+#: Folders renamed into place during this process (so that an interruption after a release was
+#: written is reported as such, not as "nothing was written").
+COMMITTED: list[Path] = []
 
-    def raise_interrupted(signum: int, _frame: FrameType | None) -> None:
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+class _Signals:
+    """What :func:`handle_signals` saw: the signals that came once a release was in place."""
+
+    def __init__(self) -> None:
+        self.late: list[int] = []
+
+
+@contextlib.contextmanager
+def handle_signals(*, redeliver_late: bool = True) -> Iterator[_Signals]:
+    """Turn SIGINT, SIGTERM and SIGHUP into :class:`Interrupted` while the block runs (main
+    thread only; elsewhere a no-op), restoring the previous handlers afterwards.
+
+    A signal that comes once a release folder has been renamed into place (the release is
+    complete) does not interrupt the block: it is recorded, and delivered again when the block
+    ends (``redeliver_late``), or left to the caller in ``.late`` (the command line, which then
+    exits normally and says so)."""
+    seen = _Signals()
+    if not _main_thread():
+        yield seen
+        return
+    start = len(COMMITTED)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        if len(COMMITTED) > start:
+            seen.late.append(signum)
+            return
         raise Interrupted(signum)
 
-    previous = {}
-    for sig in SIGNALS:
-        if sig == signal.SIGINT:
-            continue  # Python raises KeyboardInterrupt already
-        previous[sig] = signal.signal(sig, raise_interrupted)
+    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
+    try:
+        yield seen
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if redeliver_late:
+        for signum in seen.late:
+            signal.raise_signal(signum)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; raise :class:`Interrupted`
+    afterwards if one came.
+
+    A handler that only records the signal is installed (masking the signal would not do: the
+    kernel may deliver a process-directed signal to any thread, e.g. one of polars' workers,
+    and Python then runs the handler in the main thread at the next bytecode)."""
+    if not _main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def record(signum: int, _frame: FrameType | None) -> None:
+        pending.append(signum)
+
+    previous = {sig: signal.signal(sig, record) for sig in SIGNALS}
     try:
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-@contextlib.contextmanager
-def _signals_blocked() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-        signal, "pthread_sigmask"
-    ):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    for signum in pending:  # the handler in force now decides (it may record a late signal)
+        signal.raise_signal(signum)
 
 
 def _libc() -> Any:
@@ -211,6 +248,7 @@ class OutputFolder:
         self.replace_kinds = tuple(replace_kinds)
         self.tmp: Path | None = None
         self._stack: contextlib.ExitStack | None = None
+        self._created: list[Path] = []
 
     # ---------------------------------------------------------------- the guard
     def check(self) -> Path:
@@ -288,9 +326,13 @@ class OutputFolder:
         dest = self.check()
         stack = contextlib.ExitStack()
         stack.enter_context(handle_signals())
+        self._created = []
         try:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            with _signals_blocked():  # no signal between creating the folder and owning it
+            with _signals_deferred():  # no signal between creating a folder and owning it
+                for parent in reversed(dest.parents):
+                    if not parent.exists():
+                        parent.mkdir()
+                        self._created.append(parent)
                 self.tmp = Path(
                     tempfile.mkdtemp(
                         prefix=f".{dest.name}.", suffix=".persuasive-tmp", dir=dest.parent
@@ -298,12 +340,25 @@ class OutputFolder:
                 )
                 os.chmod(self.tmp, 0o700)
         except OSError as exc:
+            self._remove_created()
             stack.close()
             raise ValidationError(
                 f"{self.option} '{dest}': cannot create a folder in '{dest.parent}': {exc.strerror}"
             ) from None
+        except BaseException:
+            if self.tmp is not None:
+                shutil.rmtree(self.tmp, ignore_errors=True)
+            self._remove_created()
+            stack.close()
+            raise
         self._stack = stack
         return self.tmp
+
+    def _remove_created(self) -> None:
+        """Remove the parent folders this release created, if they are still empty."""
+        for folder in reversed(self._created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self.tmp is not None and self._stack is not None
@@ -312,11 +367,14 @@ class OutputFolder:
             if exc_type is None:
                 self._commit(tmp)
             else:
-                with _signals_blocked():
+                with _signals_deferred():
                     shutil.rmtree(tmp, ignore_errors=True)
+                    self._remove_created()
         except BaseException:
-            with _signals_blocked():
+            with _signals_deferred():
                 shutil.rmtree(tmp, ignore_errors=True)
+                if not COMMITTED or COMMITTED[-1] != self.path:
+                    self._remove_created()
             raise
         finally:
             stack.close()
@@ -326,10 +384,11 @@ class OutputFolder:
         marker = {"format": MARKER_FORMAT, "kind": self.kind, "files": sorted(files)}
         (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         dest = self.check()  # again: the destination may have changed while we worked
-        with _signals_blocked():
+        with _signals_deferred():
             os.chmod(tmp, 0o777 & ~_umask())
             if dest.exists():
                 if _exchange(tmp, dest):
+                    COMMITTED.append(self.path)
                     shutil.rmtree(tmp, ignore_errors=True)  # tmp now holds the old folder
                     return
                 old = Path(
@@ -337,9 +396,11 @@ class OutputFolder:
                 )
                 os.replace(dest, old / dest.name)
                 os.replace(tmp, dest)
+                COMMITTED.append(self.path)
                 shutil.rmtree(old, ignore_errors=True)
             else:
                 os.replace(tmp, dest)
+                COMMITTED.append(self.path)
 
 
 def write_files(folder: Path, files: dict[str, Callable[[Path], object]]) -> dict[str, Path]:
