@@ -446,3 +446,22 @@ def test_other_count_types_and_empty_frames_take_the_generic_path(df: pl.DataFra
     if gen is not None:
         assert fast is not None
         assert_frame_equal(fast.published, gen.published)
+
+
+@pytest.mark.parametrize(
+    ("keys", "dtype"),
+    [
+        ([1, -7, 2, 3], pl.Int64),  # -7 wraps onto slot 1 of the 8-slot direct table
+        ([1, -7, 2, -7], pl.Int64),
+        ([2**64 - 7, 1, 2, 3], pl.UInt64),  # as int64: -7, wraps onto slot 1
+        ([2**64 - 7, 1, 2, 2**64 - 7], pl.UInt64),
+        ([-128, 0, 127, -1], pl.Int8),
+        ([9, 17, 1, 25], pl.Int32),  # out of the direct table, compact range
+    ],
+)
+def test_direct_table_collisions_are_resolved_exactly(keys: list[int], dtype: pl.DataType) -> None:
+    df = pl.DataFrame([pl.Series("k", keys, dtype=dtype), pl.Series("n", [5, 6, 7, 8])])
+    for patches in BLOCKS:
+        with mock.patch.multiple(T, **patches):
+            assert T._dense_distinct([df["k"].to_numpy()]) == (len(set(keys)) == len(keys))
+    _compare(df, ["k"], 5)

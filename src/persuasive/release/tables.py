@@ -53,6 +53,10 @@ _ADDED = ("suppressed", "loss")
 #: Integer keys whose range is below this multiple of the row count are checked for duplicates
 #: with a bitmap (one scatter pass) rather than by hashing.
 _DENSE_KEY_SPAN = 8
+#: Integer keys are first marked in a table of this many slots per row, indexed by the keys
+#: as they are (so no min/max pass comes first); if that does not prove them distinct, the key
+#: range decides (:data:`_DENSE_KEY_SPAN`).
+_DIRECT_SPAN = 2
 
 _T = TypeVar("_T")
 
@@ -174,40 +178,26 @@ def _dense_distinct(cols: list[NDArray[Any]]) -> bool | None:
     the key range (:func:`_marks`). None when the range is not compact (above
     :data:`_DENSE_KEY_SPAN` times the row count): then sorting or hashing decides."""
     n = cols[0].size
-    limit = _DENSE_KEY_SPAN * n
-    if len(cols) == 1:
-        # Keys in [0, limit) index the table as they are: checked block by block while
-        # marking, so no min/max pass comes first.
-        k = cols[0]
-        unsigned = np.dtype(f"u{k.dtype.itemsize}")
-
-        def direct(i: int, j: int) -> tuple[NDArray[np.int64], int] | None:
-            block = k[i:j]
-            # As unsigned (a bijection of the dtype), every key is in [0, limit) iff the
-            # largest is: negative keys are then at or above 2^(bits - 1).
-            as_index = block.view(unsigned)
-            top = int(as_index.max())
-            if top >= limit:
-                return None
-            return (block if block.dtype == np.int64 else as_index.astype(np.int64)), top
-
-        found = _marks(direct, n, limit)
-        if found is not None:
-            return found
+    if len(cols) == 1 and _marks(lambda i, j: _as_index(cols[0][i:j]), n, _DIRECT_SPAN * n):
+        return True
     ranges = [_min_max(k) for k in cols]
     spans = [hi - lo + 1 for lo, hi in ranges]
     size = math.prod(spans)
-    if size > limit:
+    if size > _DENSE_KEY_SPAN * n:
         return None
     strides = [math.prod(spans[j + 1 :]) for j in range(len(cols))]
 
-    def composite(i: int, j: int) -> tuple[NDArray[np.int64], int]:
+    def composite(i: int, j: int) -> NDArray[np.int64]:
         index = _offset(cols[-1][i:j], ranges[-1][0])
         for k, (lo, _), stride in zip(cols[:-1], ranges[:-1], strides[:-1], strict=True):
             index += _offset(k[i:j], lo) * stride
-        return index, size - 1
+        return index
 
     return _marks(composite, n, size)
+
+
+def _as_index(block: NDArray[Any]) -> NDArray[np.int64]:
+    return block if block.dtype == np.int64 else block.astype(np.int64)
 
 
 #: Without worker threads, tables for more rows than this use one bit per slot (a byte per slot
@@ -223,43 +213,38 @@ def _popcount(b: NDArray[np.uint8]) -> int:
     return int(_POPCOUNT[b].sum(dtype=np.int64))
 
 
-def _marks(
-    index: Callable[[int, int], tuple[NDArray[np.int64], int] | None], n: int, size: int
-) -> bool | None:
-    """Whether the n slots ``index(i, j)`` gives for rows i..j-1 (with the largest, or None when
-    one is outside [0, size)) are distinct. A byte per slot, set by a scatter split across the
-    worker threads (every write stores True, so the parts may share the table). Without worker
-    threads and above :data:`_BOOL_SLOTS` rows: a byte per 8 slots, to which each row adds
-    2^(slot mod 8) (``np.add.at``); the sums' popcounts total n iff no slot is added twice
-    (adding a bit already set carries, which never raises the popcount; nor does the wrap
-    mod 256)."""
+def _marks(index: Callable[[int, int], NDArray[np.int64]], n: int, size: int) -> bool:
+    """True when the slots ``index(i, j)`` of rows i..j-1 are n distinct slots of a table of
+    ``size`` slots, numpy's indexing rules applied (a negative slot wraps once from the end; a
+    slot out of bounds stops the marking: False). Where a row lands is a function of its key,
+    so n distinct slots prove n distinct keys; False proves nothing unless the slots are a
+    bijection of the keys.
+
+    A byte per slot, set by a scatter split across the worker threads (every write stores
+    True, so the parts may share the table). Without worker threads and above
+    :data:`_BOOL_SLOTS` rows: a byte per 8 slots, to which each row adds 2^(slot mod 8)
+    (``np.add.at``); the sums' popcounts total n iff no slot is added twice (adding a bit
+    already set carries, which never raises the popcount; nor does the wrap mod 256)."""
     if n > _BOOL_SLOTS and _executor() is None:
         sums = np.zeros(-(-size // 8), dtype=np.uint8)
-        top = 0
-        for i in range(0, n, _BLOCK):
-            got = index(i, min(i + _BLOCK, n))
-            if got is None:
-                return None
-            slots, top_b = got
-            np.add.at(sums, slots >> 3, np.left_shift(_ONE, (slots & 7).astype(np.uint8)))
-            top = max(top, top_b)
-        return _popcount(sums[: top // 8 + 1]) == n
+        try:
+            for i in range(0, n, _BLOCK):
+                slots = index(i, min(i + _BLOCK, n))
+                np.add.at(sums, slots >> 3, np.left_shift(_ONE, (slots & 7).astype(np.uint8)))
+        except IndexError:
+            return False
+        return _popcount(sums) == n
     seen = np.zeros(size, dtype=np.bool_)
 
-    def part(start: int, stop: int) -> int | None:
-        top = 0
-        for i in range(start, stop, _BLOCK):
-            got = index(i, min(i + _BLOCK, stop))
-            if got is None:
-                return None
-            seen[got[0]] = True
-            top = max(top, got[1])
-        return top
+    def part(start: int, stop: int) -> bool:
+        try:
+            for i in range(start, stop, _BLOCK):
+                seen[index(i, min(i + _BLOCK, stop))] = True
+        except IndexError:
+            return False
+        return True
 
-    tops = _split(part, n)
-    if any(t is None for t in tops):
-        return None
-    return int(np.count_nonzero(seen[: max(t or 0 for t in tops) + 1])) == n
+    return all(_split(part, n)) and int(np.count_nonzero(seen)) == n
 
 
 def _min_max(k: NDArray[Any]) -> tuple[int, int]:
