@@ -532,12 +532,6 @@ def test_header_naming_a_column_twice_is_refused(tmp_path: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a Parquet decimal(20,0) count 9007199254740993 is published as "
-    "9007199254740992 with exit 0 (reading.count_expr casts decimals through Float64; the "
-    "pipeline's read-back compares the published frame with itself, so nothing notices)",
-)
 def test_parquet_decimal_count_is_published_exactly_or_refused(tmp_path: Path) -> None:
     import decimal
 

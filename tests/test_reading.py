@@ -179,12 +179,6 @@ def test_real_check_names_column_row_and_value(tmp_path: Path, entry: str, echo:
     assert echo in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: real_checks echoes the entry unquoted ('is {value}, not a finite number'), so "
-    "a quoted entry holding a line break ('inf\\n' / '1e999\\n', accepted by strip_chars) "
-    "makes a two-line library error; format it with {value!r} as the other checks do",
-)
 def test_real_check_message_is_one_line_for_a_value_with_a_line_break(tmp_path: Path) -> None:
     p = csv_file(tmp_path, 'v\n1.5\n"1e999\n"\n')
     with pytest.raises(ValidationError) as exc:
@@ -389,13 +383,6 @@ def test_signed_negative_and_text_counts_in_parquet(tmp_path: Path) -> None:
 D = decimal.Decimal
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: count_expr converts a Decimal count through Float64 (reading.py count_expr, "
-    "'dtype.is_float() or dtype.is_decimal()'), so decimal(20,0) 9007199254740993 becomes "
-    "9007199254740992 and is published silently changed; convert decimals exactly (e.g. check "
-    "scale/fraction on the decimal, then cast to Int64) and never via Float64",
-)
 def test_decimal_count_above_2_53_is_exact(tmp_path: Path) -> None:
     p = parquet_file(
         tmp_path,
@@ -404,12 +391,6 @@ def test_decimal_count_above_2_53_is_exact(tmp_path: Path) -> None:
     assert validate(p, ["k"], "n").rows() == [("a", 1), ("b", 2**53 + 1)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a fractional Decimal count 3.0000000000000000001 is rounded to 3.0 by the "
-    "Float64 cast in count_checks/count_expr and accepted as the count 3; the fraction must "
-    "be tested on the decimal itself",
-)
 def test_fractional_decimal_count_is_refused(tmp_path: Path) -> None:
     p = parquet_file(
         tmp_path,
@@ -425,12 +406,6 @@ def test_fractional_decimal_count_is_refused(tmp_path: Path) -> None:
     assert message(exc).startswith("column 'n' at row 2 (k='b')")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the Decimal count 2^63 - 1 (a valid count) is refused as 'above the largest "
-    "count 9223372036854775807': float(2^63 - 1) rounds up to 2^63 and the check is "
-    "'f >= float(MAX_COUNT)'",
-)
 def test_decimal_largest_count_is_accepted(tmp_path: Path) -> None:
     p = parquet_file(
         tmp_path, pa.table({"k": ["a"], "n": pa.array([D(MAX)], pa.decimal128(25, 0))})

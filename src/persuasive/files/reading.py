@@ -214,13 +214,21 @@ def count_expr(column: str, dtype: pl.DataType) -> pl.Expr:
         if dtype == pl.UInt64:
             return pl.when(c <= MAX_COUNT).then(c.cast(pl.Int64)).alias(column)
         return c.cast(pl.Int64).alias(column)
-    if dtype.is_float() or dtype.is_decimal():
+    if dtype.is_decimal():  # exact: through the decimal's own text, never through a float
+        t = _decimal_text(c)
+        return pl.when(t.str.contains(_DIGITS)).then(t.str.to_integer(strict=False)).alias(column)
+    if dtype.is_float():
         f = c.cast(pl.Float64)
         whole = f.is_finite() & (f == f.floor()) & (f >= 0) & (f < float(MAX_COUNT))
         return pl.when(whole).then(f.cast(pl.Int64, strict=False)).alias(column)
     raise ValidationError(
         f"count column {column!r} has type {dtype}; counts must be integers (or text of integers)"
     )
+
+
+def _decimal_text(c: pl.Expr) -> pl.Expr:
+    """A decimal's exact text with a zero fraction removed (``3.000`` -> ``3``)."""
+    return c.cast(pl.String).str.replace(r"\.0*$", "")
 
 
 def count_checks(column: str, dtype: pl.DataType) -> list[Check]:
@@ -248,6 +256,22 @@ def count_checks(column: str, dtype: pl.DataType) -> list[Check]:
                 column,
                 f"is {{value}}, above the largest count {MAX_COUNT} (2^63 - 1)",
                 c.str.to_integer(strict=False).is_null(),
+            ),
+        ]
+    if dtype.is_decimal():
+        t = _decimal_text(c)
+        return [
+            missing,
+            Check(column, "is negative ({value}): counts must be >= 0", t.str.starts_with("-")),
+            Check(
+                column,
+                "is fractional ({value}): counts must be whole numbers",
+                ~t.str.contains(_DIGITS),
+            ),
+            Check(
+                column,
+                f"is {{value}}, above the largest count {MAX_COUNT} (2^63 - 1)",
+                t.str.to_integer(strict=False).is_null(),
             ),
         ]
     if dtype.is_integer():
@@ -299,7 +323,7 @@ def real_checks(column: str, dtype: pl.DataType) -> list[Check]:
         Check(column, "is {value!r}, not a number", parsed.is_null()),
         Check(
             column,
-            "is {value}, not a finite number; remove NaN and infinite values",
+            "is {value!r}, not a finite number; remove NaN and infinite values",
             ~parsed.is_finite(),
         ),
     ]
@@ -310,7 +334,7 @@ def key_checks(keys: Sequence[str]) -> list[Check]:
     return [
         Check(
             k,
-            "is missing (empty): every cell needs its key; fill or drop that row",
+            "is missing (empty): every row needs its key; fill or drop that row",
             pl.col(k).is_null(),
         )
         for k in keys
