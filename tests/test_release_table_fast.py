@@ -42,7 +42,7 @@ def _fits(dtype: pl.DataType, values: list[int]) -> bool:
 #: CPU (no worker threads), where every key table is of bit sums.
 BLOCKS: list[dict[str, object]] = [
     {"_BLOCK": T._BLOCK},
-    {"_BLOCK": 8, "_PARALLEL_ROWS": 16},
+    {"_BLOCK": 8, "_PARALLEL_ROWS": 16, "_PARALLEL_SCATTER_ROWS": 16},
     {"_BLOCK": 8, "_PARALLEL_ROWS": 16, "_BOOL_SLOTS": 0, "_executor": lambda: None},
 ]
 
@@ -238,12 +238,17 @@ def test_bitmap_check_matches_a_set(
         assert got == truth  # compact keys never go to hashing
 
 
-@pytest.mark.parametrize("layout", ["sorted", "shuffled"])
+@pytest.mark.parametrize("layout", ["sorted", "shuffled", "direct"])
 def test_large_frame_split_across_threads_names_the_first_failing_row(layout: str) -> None:
-    n = T._PARALLEL_ROWS + 12_345
+    n = (1 << 20) + 12_345
+    with mock.patch.object(T, "_PARALLEL_ROWS", 1 << 20):
+        _check_large_frame(n, layout)
+
+
+def _check_large_frame(n: int, layout: str) -> None:
     rng = np.random.default_rng(7)
-    keys = np.arange(n, dtype=np.int64) * 3 - 1000
-    if layout == "shuffled":
+    keys = np.arange(n, dtype=np.int64) * (1 if layout == "direct" else 3) - 1000
+    if layout != "sorted":
         keys = rng.permutation(keys)
     counts = rng.poisson(6.0, n).astype(np.int64)
     ok = pl.DataFrame({"k": keys, "n": counts})

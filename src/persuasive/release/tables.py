@@ -105,11 +105,14 @@ def _orderable(dtype: pl.DataType) -> bool:
 # In-memory fast path: numpy passes over the zero-copy column buffers, in cache-sized blocks
 # --------------------------------------------------------------------------------------------
 
-#: Rows per block of a numpy pass: 512 KiB of int64, so that the checks of a pass re-read the
-#: block from cache, not from memory.
+#: Rows per block of the key-table passes (512 KiB of int64: a block's index stays in cache
+#: while it is scattered), and of the leading sortedness check.
 _BLOCK = 1 << 16
-#: Passes over at least this many rows are split across worker threads (one part per core).
-_PARALLEL_ROWS = 1 << 20
+#: Streaming passes (min, comparisons) over at least this many rows are split across worker
+#: threads, one part per core (below, the data is in cache and a thread costs more than it
+#: saves); the key table's scatter (random writes) from :data:`_PARALLEL_SCATTER_ROWS` rows.
+_PARALLEL_ROWS = 1 << 22
+_PARALLEL_SCATTER_ROWS = 1 << 17
 #: Signals the worker threads never take: the main thread may block them while it writes
 #: (:mod:`persuasive.files.output`), and a worker must not receive them in its place.
 _SYNCHRONOUS = {"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"}
@@ -152,10 +155,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def _split(fn: Callable[[int, int], _T], n: int) -> list[_T]:
+def _split(fn: Callable[[int, int], _T], n: int, min_rows: int | None = None) -> list[_T]:
     """``fn(start, stop)`` over contiguous parts of ``range(n)`` (starts are multiples of
     :data:`_BLOCK`), the first part in this thread and the others in the worker pool."""
-    pool = _executor() if n >= _PARALLEL_ROWS else None
+    pool = _executor() if n >= (_PARALLEL_ROWS if min_rows is None else min_rows) else None
     parts = _workers() if pool is not None else 1
     step = -(-n // parts // _BLOCK) * _BLOCK
     bounds = [(a, min(a + step, n)) for a in range(0, n, step)] if n else [(0, 0)]
@@ -244,7 +247,7 @@ def _marks(index: Callable[[int, int], NDArray[np.int64]], n: int, size: int) ->
             return False
         return True
 
-    return all(_split(part, n)) and int(np.count_nonzero(seen)) == n
+    return all(_split(part, n, _PARALLEL_SCATTER_ROWS)) and int(np.count_nonzero(seen)) == n
 
 
 def _min_max(k: NDArray[Any]) -> tuple[int, int]:
