@@ -304,14 +304,6 @@ def test_true_duplicate_key_is_one_line(tmp_path: Path) -> None:
     assert "k='1'" in line and "rows 1 and 3" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: verify of a certificate whose claim names the key column "
-    "'__persuasive_row__' (with a publication of that header) crashes with polars "
-    "DuplicateError -> exit 3: TableKind.read_publication calls frame.with_row_index(ROW) on a "
-    "frame that already has that column; refuse reserved names in TableKind.parameters (as "
-    "release_table's _names does) or catch polars errors in verify as a mismatch",
-)
 def test_duplicate_error_cannot_leak_out_of_verify(table: Path, tmp_path: Path) -> None:
     from persuasive.report.certificate import digest_of, dumps
 

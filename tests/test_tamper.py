@@ -311,19 +311,7 @@ def test_every_plain_edit_is_not_verified(releases: dict[str, Path], kind: str) 
     assert not missed, missed
 
 
-CRASH_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: verify --published of a margins certificate whose claim.columns.keys names a "
-    "column twice (['r', 'c', 'c']) crashes with polars DuplicateError (exit 3) in "
-    "report/margins_certificate.py publication_of (select of the keys); MarginsKind.parameters "
-    "should refuse repeated key names (and verify should turn any polars error into a "
-    "ValidationError / mismatch)",
-)
-
-
-@pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=CRASH_XFAIL) if k == "margins" else k for k in KINDS]
-)
+@pytest.mark.parametrize("kind", KINDS)
 def test_no_edit_crashes_verify(releases: dict[str, Path], kind: str) -> None:
     folder = releases[kind]
     crashes = []
@@ -357,15 +345,6 @@ def test_every_recomputed_field_is_named_despite_a_recomputed_digest(
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: with --published DIR, verify looks the published files up by the names the "
-    "certificate states (verify._published_names / locate_publication), so removing an entry of "
-    "publication.files, shortening the list or renaming a file is exit 2 ('the publication must "
-    "hold one file named ...' / '... not found in DIR') instead of exit 1 with a mismatch naming "
-    "publication.files; fix: find the files in DIR by the kind's published stems "
-    "(Kind.published) and let the section diff name publication.files",
-)
 @pytest.mark.parametrize("kind", KINDS)
 def test_edited_publication_file_list_is_named(releases: dict[str, Path], kind: str) -> None:
     folder = releases[kind]
@@ -397,31 +376,12 @@ def _parameter_edits_not_named(releases: dict[str, Path], kind: str) -> list[str
     return problems
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (contract: 'claim re-emitted from its parameters: extra/missing/edited keys are "
-    "named'): verify reads the parameters from the very claim it checks (Kind.parameters), so "
-    "an edited parameter (claim.spec.mechanism.h, claim.receiver.mean_max, claim.target_kappa, "
-    "priors.r1 ...) is never named itself: verify names the fields derived from it "
-    "(priors.alpha, guarantee.kappa ...) or only the digest; fix: report with each derived "
-    "mismatch the claim fields it is computed from, or name the parameters when the digest "
-    "fails",
-)
 @pytest.mark.parametrize("kind", KINDS)
 def test_edited_parameter_is_named(releases: dict[str, Path], kind: str) -> None:
     problems = _parameter_edits_not_named(releases, kind)
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a nested claim field is named by a wrong, truncated path: the kinds read "
-    "entries with need({'claim': entry}, 'claim.r' / 'claim.name' / 'claim.sigma' / "
-    "'claim.members', ...) (report/kinds/table.py parameters: scores[0].r; kinds/linear.py: "
-    "statistics[j].name/kind/where, noise.sigma, design.statistics[j].members), so verify says "
-    "'claim.r: missing' instead of 'claim.spec.definition.scores[0].r: missing'; pass the full "
-    "path prefix to need()/number()",
-)
 @pytest.mark.parametrize(
     ("kind", "path"),
     [

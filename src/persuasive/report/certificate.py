@@ -268,12 +268,22 @@ def envelope(
 # --------------------------------------------------------------------------------------------
 
 
-def _show(x: Any) -> str:
+def _show(x: Any, other: Any = None) -> str:
+    """A value for a mismatch line; a long string is shown around where it differs from
+    ``other``."""
     if isinstance(x, float):
         return "inf" if math.isinf(x) else repr(x)
     if isinstance(x, str):
-        text = repr(x)
-        return text if len(text) <= 90 else text[:87] + "...'"
+        if len(x) <= 88:
+            return repr(x)
+        at = 0
+        if isinstance(other, str):
+            at = next(
+                (i for i, (a, b) in enumerate(zip(x, other, strict=False)) if a != b),
+                min(len(x), len(other)),
+            )
+        lo = max(0, at - 30)
+        return ("..." if lo else "") + repr(x[lo : lo + 80]) + ("..." if lo + 80 < len(x) else "")
     if isinstance(x, (dict, list)):
         text = canonical_json(x)
         return text if len(text) <= 90 else text[:87] + "..."
@@ -325,5 +335,7 @@ def diff(stated: Any, expected: Any, path: str = "", *, label: Any = None) -> li
             out += diff(a, b, f"{path}[{i if name is None else name}]", label=label)
         return out
     if not _same(stated, expected):
-        out.append(f"{path}: stated {_show(stated)}, recomputed {_show(expected)}")
+        out.append(
+            f"{path}: stated {_show(stated, expected)}, recomputed {_show(expected, stated)}"
+        )
     return out

@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report import certificate as cd
-from persuasive.report.kinds import Publication, kind_of
+from persuasive.report.kinds import Publication, kind_of, leaves
 
 __all__ = ["Verification", "locate_publication", "recompute", "verify_certificate"]
 
@@ -132,44 +134,49 @@ def _check_format(doc: Mapping[str, Any], source: str) -> None:
         )
 
 
+_SUFFIXES = (".csv", ".parquet", ".pq", ".json")
+
+
 def locate_publication(
-    names: Sequence[str], published: str | os.PathLike[str] | Sequence[Any]
+    stems: Sequence[str],
+    published: str | os.PathLike[str] | Sequence[Any],
+    stated: Sequence[str] = (),
 ) -> dict[str, Path]:
-    """The published files a certificate names, found in a folder or among given files."""
+    """The published files of a kind (``released.csv``, ``margins.parquet`` …), by their stems,
+    in a release folder or among the given files. Where a folder holds several files of one
+    stem, the one the certificate names is taken."""
     items = [published] if isinstance(published, (str, os.PathLike)) else list(published)
-    found: dict[str, Path] = {}
+    candidates: list[Path] = []
     for item in map(Path, items):
         if item.is_dir():
-            for name in names:
-                if (item / name).is_file():
-                    found[name] = item / name
+            candidates += [p for p in sorted(item.iterdir()) if p.is_file()]
         elif item.is_file():
-            found[item.name] = item
+            candidates.append(item)
         else:
             raise ValidationError(f"--published '{item}' not found")
-    missing = [n for n in names if n not in found]
-    if missing:
-        raise ValidationError(
-            f"the certificate names published file(s) {', '.join(missing)}, not found in "
-            f"{', '.join(map(str, items))}"
-        )
-    return {n: found[n] for n in names}
+    found: dict[str, Path] = {}
+    for stem in stems:
+        mine = [p for p in candidates if p.stem == stem and p.suffix.lower() in _SUFFIXES]
+        if len(mine) > 1:
+            mine = [p for p in mine if p.name in stated] or mine
+        if len(mine) != 1:
+            what = "none" if not mine else ", ".join(p.name for p in mine)
+            raise ValidationError(
+                f"--published: need one published file named {stem}.csv, {stem}.parquet or "
+                f"{stem}.json; found {what} in {', '.join(map(str, items))}"
+            )
+        found[mine[0].name] = mine[0]
+    return found
 
 
 def _published_names(doc: Mapping[str, Any]) -> list[str]:
-    files = (
-        doc.get("publication", {}).get("files")
-        if isinstance(doc.get("publication"), dict)
-        else None
-    )
-    names = []
-    for entry in files if isinstance(files, list) else []:
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            name = entry["name"]
-            if "/" in name or "\\" in name or name in ("", ".", ".."):
-                raise ValidationError(f"publication.files: {name!r} is not a file name")
-            names.append(name)
-    return names
+    pub = doc.get("publication")
+    files = pub.get("files") if isinstance(pub, dict) else None
+    return [
+        e["name"]
+        for e in (files if isinstance(files, list) else [])
+        if isinstance(e, dict) and isinstance(e.get("name"), str)
+    ]
 
 
 def recompute(
@@ -232,12 +239,18 @@ def verify_certificate(
     >>> from persuasive.classes.receivers import PoissonReceiver
     >>> from persuasive.report.kinds.table import KIND, TableParams
     >>> p = TableParams(10, 10, PoissonReceiver(1, 40), ("county",), "n")
-    >>> doc = recompute("table", p, None, version="0", stated_publication={"files": []})
+    >>> import persuasive
+    >>> doc = recompute("table", p, None, version=persuasive.__version__,
+    ...                 stated_publication={"files": []})
     >>> verify_certificate(doc).consistent
     True
     >>> doc["guarantee"]["kappa"] = 100
-    >>> print(verify_certificate(doc).mismatches[0])
-    digest: stated sha256:..., recomputed sha256:... (the document was edited after it was written)
+    >>> [line.split(":")[0] for line in verify_certificate(doc).mismatches]
+    ['guarantee.kappa', 'digest']
+    >>> verify_certificate(doc).mismatches[0][:42]
+    'guarantee.kappa: stated 100, recomputed 19'
+    >>> verify_certificate(doc).ok
+    False
     """
     doc, twice, source = _read(path_or_doc)
     _check_format(doc, source)
@@ -253,16 +266,27 @@ def verify_certificate(
         kind = kind_of(kind_name)
     except ValidationError as exc:
         return Verification(False, False, False, (*out, f"kind: {exc}"), kind=str(kind_name))
+
+    def refused(lines: list[str]) -> Verification:
+        return Verification(
+            False, False, False, (*lines, *_digest_lines(doc, kind, version)), kind=kind.name
+        )
+
     try:
         claim = doc.get("claim")
         params = kind.parameters(claim if isinstance(claim, dict) else {})
     except PersuasiveError as exc:
-        out.append(f"claim: cannot be read: {' '.join(str(exc).split())}")
-        return Verification(False, False, False, tuple(out), kind=kind.name)
+        return refused([*out, f"claim: cannot be read: {' '.join(str(exc).split())}"])
     publication: Publication | None = None
     if published is not None:
-        files = locate_publication(_published_names(doc), published)
-        publication = kind.read_publication(params, files)
+        files = locate_publication(kind.published, published, _published_names(doc))
+        try:
+            publication = kind.read_publication(params, files)
+        except (pl.exceptions.PolarsError, PersuasiveError, ValueError, KeyError) as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            publication = Publication(
+                files, {}, [f"publication: cannot be read as the claim states: {first}"]
+            )
         out += publication.problems
     elif kind.needs_publication:
         raise ValidationError(
@@ -278,26 +302,19 @@ def verify_certificate(
             stated_publication=doc.get("publication"),
         )
     except PersuasiveError as exc:
-        out.append(f"claim: cannot be certified: {' '.join(str(exc).split())}")
-        return Verification(False, False, False, tuple(out), kind=kind.name)
-    found = cd.diff(
+        if publication is None or not publication.problems:
+            out.append(f"claim: cannot be certified: {' '.join(str(exc).split())}")
+        if publication is not None:  # still name the published files that changed
+            out += cd.diff(
+                doc.get("publication"), publication.section(), "publication", label=_label
+            )
+        return refused(out)
+    out += cd.diff(
         {k: v for k, v in doc.items() if k != "digest"},
         {k: v for k, v in want.items() if k != "digest"},
         label=_label,
     )
-    out += found
-    stated_digest = doc.get("digest")
-    real = cd.digest_of(doc)
-    if stated_digest != real:
-        out.append(
-            f"digest: stated {str(stated_digest)[:15]}..., recomputed {real[:15]}... (the "
-            "document was edited after it was written)"
-        )
-    if out and version != _version():
-        out.append(
-            f"library.version: written by persuasive {version}, checked with {_version()}; "
-            "a difference may come from the version (verify with the version that wrote it)"
-        )
+    out += _digest_lines(doc, kind, version, after=bool(out))
     claims = bool(want["guarantee"]["holds"])
     consistent = not out
     return Verification(
@@ -310,6 +327,40 @@ def verify_certificate(
         published_checked=publication is not None,
         recomputed=want,
     )
+
+
+def _digest_lines(doc: Mapping[str, Any], kind: Any, version: str, after: bool = True) -> list[str]:
+    """The digest check, naming the fields only the digest protects when it fails, and a hint
+    when another version wrote the certificate."""
+    out = []
+    stated = doc.get("digest")
+    real = cd.digest_of(doc)
+    if stated != real:
+        raw = doc.get("claim")
+        claim: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        inputs = [
+            path
+            for prefix in kind.inputs
+            if prefix.split(".")[0] in claim
+            for path in leaves(_at(claim, prefix), f"claim.{prefix}")
+        ]
+        out.append(
+            f"digest: stated {str(stated)[:15]}..., recomputed {real[:15]}...: the document was "
+            "edited after it was written; unless a mismatch above explains it, one of the "
+            "fields only the digest protects was: " + ", ".join([*inputs, "library.version"])
+        )
+    if (out or after) and version != _version():
+        out.append(
+            f"library.version: written by persuasive {version}, checked with {_version()}; "
+            "a difference may come from the version (verify with the version that wrote it)"
+        )
+    return out
+
+
+def _at(doc: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        doc = doc.get(part) if isinstance(doc, Mapping) else None
+    return doc
 
 
 def _version() -> str:

@@ -95,6 +95,9 @@ class Kind(Protocol):
     needs_publication: ClassVar[bool]
     #: The stems of the published files (``released`` …).
     published: ClassVar[tuple[str, ...]]
+    #: The fields of the claim its parameters are read from (below ``claim``): nothing else
+    #: states them, so only the digest protects them (and the publication, where it shows one).
+    inputs: ClassVar[tuple[str, ...]]
 
     def parameters(self, claim: Mapping[str, Any]) -> Any: ...
 
@@ -130,28 +133,44 @@ def kind_of(name: Any) -> Kind:
 # --------------------------------------------------------------------------------------------
 
 
+def shown(parts: list[str]) -> str:
+    """A path as a certificate's mismatches name it: ``claim.scores[0].r``."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out
+
+
 def need(doc: Any, path: str, kind: type | tuple[type, ...], *, optional: bool = False) -> Any:
-    """The value at a dotted ``path`` of ``doc`` (``claim.spec.mechanism.h``), of the given
-    JSON type(s); a ValidationError naming the path otherwise. ``optional``: None is allowed.
+    """The value at a dotted ``path`` of ``doc`` (``claim.spec.definition.scores.0.r``: a
+    number indexes a list), of the given JSON type(s); a ValidationError naming the path
+    (``claim.spec.definition.scores[0].r``) otherwise. ``optional``: None is allowed.
 
     Examples
     --------
-    >>> need({"claim": {"a": {"b": 2}}}, "claim.a.b", int)
+    >>> need({"claim": {"a": [{"b": 2}]}}, "claim.a.0.b", int)
     2
+    >>> need({"claim": {"a": []}}, "claim.a.0.b", int)
+    Traceback (most recent call last):
+    ...
+    persuasive.errors.ValidationError: claim.a[0]: missing
     """
     parts = path.split(".")
     value = doc
     for i, part in enumerate(parts):
-        if not isinstance(value, Mapping) or part not in value:
-            raise ValidationError(f"{'.'.join(parts[: i + 1])}: missing")
-        value = value[part]
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        elif isinstance(value, Mapping) and not part.isdigit() and part in value:
+            value = value[part]
+        else:
+            raise ValidationError(f"{shown(parts[: i + 1])}: missing")
     if value is None and optional:
         return None
     kinds = kind if isinstance(kind, tuple) else (kind,)
     bad_bool = isinstance(value, bool) and bool not in kinds
     if bad_bool or not isinstance(value, kinds):
         names = " or ".join(k.__name__ for k in kinds)
-        raise ValidationError(f"{path}: must be {names}; got {value!r:.60}")
+        raise ValidationError(f"{shown(parts)}: must be {names}; got {value!r:.60}")
     return value
 
 
@@ -162,9 +181,34 @@ def number(doc: Any, path: str, *, optional: bool = False) -> float | None:
         return None
     if isinstance(value, str):
         if value not in ("inf", "-inf"):
-            raise ValidationError(f'{path}: must be a number or "inf"; got {value!r:.60}')
+            raise ValidationError(
+                f'{shown(path.split("."))}: must be a number or "inf"; got {value!r:.60}'
+            )
         return float(value)
     return float(value)
+
+
+def names(doc: Any, path: str) -> tuple[str, ...]:
+    """Distinct, non-empty column names at ``path``; a ValidationError naming it otherwise."""
+    value = need(doc, path, list)
+    if (
+        not value
+        or not all(isinstance(k, str) and k for k in value)
+        or len(set(value)) != len(value)
+    ):
+        raise ValidationError(
+            f"{shown(path.split('.'))}: must be distinct column names; got {value!r:.60}"
+        )
+    return tuple(value)
+
+
+def leaves(value: Any, prefix: str) -> list[str]:
+    """Every leaf path below ``prefix`` of a JSON value, named as mismatches name fields."""
+    if isinstance(value, Mapping):
+        return [p for k in sorted(value) for p in leaves(value[k], f"{prefix}.{k}")] or [prefix]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in leaves(v, f"{prefix}[{i}]")] or [prefix]
+    return [prefix]
 
 
 def one_file(files: Mapping[str, Path], stem: str) -> tuple[str, Path]:

@@ -103,24 +103,33 @@ class LinearKind:
     name: ClassVar[str] = "linear"
     needs_publication: ClassVar[bool] = False
     published: ClassVar[tuple[str, ...]] = ("released",)
+    inputs: ClassVar[tuple[str, ...]] = (
+        "spec.mechanism.value",
+        "spec.mechanism.statistics",
+        "spec.mechanism.withheld",
+        "spec.mechanism.noise",
+        "spec.definition.priors",
+        "spec.definition.delta",
+        "design.n",
+        "design.statistics",
+        "target_kappa",
+    )
 
     def parameters(self, claim: Mapping[str, Any]) -> LinearParams:
         doc = {"claim": claim}
         mech = "claim.spec.mechanism"
         stats = need(doc, f"{mech}.statistics", list)
-        triples = []
-        for s in stats:
-            at = {"claim": s}
-            triples.append(
-                (
-                    need(at, "claim.name", str),
-                    need(at, "claim.kind", str),
-                    need(at, "claim.where", str),
-                )
+        triples = tuple(
+            (
+                need(doc, f"{mech}.statistics.{j}.name", str),
+                need(doc, f"{mech}.statistics.{j}.kind", str),
+                need(doc, f"{mech}.statistics.{j}.where", str),
             )
+            for j in range(len(stats))
+        )
         withheld = need(doc, f"{mech}.withheld", list)
         noise = need(doc, f"{mech}.noise", dict, optional=True)
-        sd = None if noise is None else number({"claim": noise}, "claim.sigma")
+        sd = None if noise is None else number(doc, f"{mech}.noise.sigma")
         n = need(doc, "claim.design.n", int)
         design = need(doc, "claim.design.statistics", list)
         if len(design) != len(triples):
@@ -129,15 +138,17 @@ class LinearKind:
             )
         members = tuple(
             decode_members(
-                need({"claim": d}, "claim.members", str), n, where=f"claim.design.statistics[{j}]"
+                need(doc, f"claim.design.statistics.{j}.members", str),
+                n,
+                where=f"claim.design.statistics[{j}].members",
             )
-            for j, d in enumerate(design)
+            for j in range(len(design))
         )
         priors = "claim.spec.definition.priors"
         has_v = "max_stat_sd" in need(doc, priors, dict)
         return LinearParams(
             value=need(doc, f"{mech}.value", str),
-            statistics=tuple(triples),
+            statistics=triples,
             withheld=tuple(str(w) for w in withheld),
             members=members,
             n=n,
@@ -249,8 +260,13 @@ class LinearKind:
         schema = frame.collect_schema()
         want = ["name", "kind", "where", "value"]
         if list(schema.names()) != want:
-            raise ValidationError(
-                f"published statistics '{name}' has columns {list(schema.names())}; want {want}"
+            return Publication(
+                {name: path},
+                {},
+                [
+                    f"publication: {name} has columns {list(schema.names())}; the certificate "
+                    f"states {want}"
+                ],
             )
         rows = frame.select(
             pl.col("name").cast(pl.String),

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from persuasive.errors import PersuasiveError, ValidationError
-from persuasive.report.kinds import Body, Publication, need, number, one_file
+from persuasive.report.kinds import Body, Publication, names, need, number, one_file
 
 __all__ = ["KIND", "MarginsParams"]
 
@@ -51,9 +51,19 @@ class MarginsKind:
     name: ClassVar[str] = "margins"
     needs_publication: ClassVar[bool] = True
     published: ClassVar[tuple[str, ...]] = ("released", "margins")
+    inputs: ClassVar[tuple[str, ...]] = (
+        "receiver",
+        "h",
+        "r",
+        "margins",
+        "columns",
+        "target_kappa",
+    )
 
     def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
         from persuasive.classes.receivers import receiver_from_dict
+        from persuasive.files.reading import ROW
+        from persuasive.report.margins_certificate import STATUS
 
         doc = {"claim": claim}
         try:
@@ -65,19 +75,22 @@ class MarginsKind:
                 f"claim.receiver: the model {claim['receiver'].get('model')!r} has no finite κ "
                 "once a margin is published"
             )
-        margins = need(doc, "claim.margins", list)
-        keys = need(doc, "claim.columns.keys", list)
-        if not margins or not all(isinstance(m, str) for m in margins):
-            raise ValidationError(f"claim.margins: must be margin names; got {margins!r:.60}")
-        if not keys or not all(isinstance(k, str) for k in keys):
-            raise ValidationError(f"claim.columns.keys: must be column names; got {keys!r:.60}")
+        margins = names(doc, "claim.margins")
+        keys = names(doc, "claim.columns.keys")
+        count = need(doc, "claim.columns.count", str)
+        reserved = {ROW, STATUS, "margin", "total"}
+        if not count or count in keys or reserved & {*keys, count}:
+            raise ValidationError(
+                f"claim.columns: the keys {list(keys)} and the count {count!r} must be distinct "
+                f"column names, none of {sorted(reserved)}"
+            )
         return MarginsParams(
             receiver=receiver,
             h=need(doc, "claim.h", int),
             r=need(doc, "claim.r", int),
-            margins=tuple(margins),
-            keys=tuple(keys),
-            count=need(doc, "claim.columns.count", str),
+            margins=margins,
+            keys=keys,
+            count=count,
             target_kappa=number(doc, "claim.target_kappa", optional=True),
         )
 

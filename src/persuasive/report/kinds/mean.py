@@ -28,7 +28,6 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from persuasive.errors import ValidationError
 from persuasive.report.kinds import Body, Publication, need, number, one_file
 
 __all__ = ["KIND", "MeanParams", "mean_sentence"]
@@ -82,6 +81,13 @@ class MeanKind:
     name: ClassVar[str] = "mean"
     needs_publication: ClassVar[bool] = False
     published: ClassVar[tuple[str, ...]] = ("released",)
+    inputs: ClassVar[tuple[str, ...]] = (
+        "spec.mechanism",
+        "spec.definition.priors",
+        "spec.definition.delta",
+        "columns",
+        "target_kappa",
+    )
 
     def parameters(self, claim: Mapping[str, Any]) -> MeanParams:
         doc = {"claim": claim}
@@ -169,7 +175,10 @@ class MeanKind:
         problems: list[str] = []
         if p.group is None:
             if Path(name).suffix != ".json":
-                raise ValidationError(f"a single mean is published as released.json; got {name!r}")
+                problems.append(
+                    f"publication: a single mean is published as released.json; got {name}"
+                )
+                return Publication({name: path}, {}, problems)
             from persuasive.report.certificate import loads
 
             doc, twice = loads(path.read_text(encoding="utf-8"), source=f"published '{name}'")
@@ -186,10 +195,11 @@ class MeanKind:
         frame = scan(path, text=[p.group, "mean"], role="published means")
         cols = list(frame.collect_schema().names())
         if cols != [p.group, "mean"]:
-            raise ValidationError(
-                f"published means '{name}' has columns {cols}; the certificate states "
+            problems.append(
+                f"publication: {name} has columns {cols}; the certificate states "
                 f"{[p.group, 'mean']}"
             )
+            return Publication({name: path}, {}, problems)
         dtype = frame.collect_schema()["mean"]
         stats = (
             frame.select(

@@ -29,7 +29,8 @@ from typing import Any, ClassVar
 import polars as pl
 
 from persuasive.errors import ValidationError
-from persuasive.report.kinds import Body, Publication, need, number, one_file
+from persuasive.files.reading import ROW
+from persuasive.report.kinds import Body, Publication, names, need, number, one_file
 
 __all__ = ["KIND", "TableParams", "sentence"]
 
@@ -80,6 +81,13 @@ class TableKind:
     name: ClassVar[str] = "table"
     needs_publication: ClassVar[bool] = False
     published: ClassVar[tuple[str, ...]] = ("released",)
+    inputs: ClassVar[tuple[str, ...]] = (
+        "spec.mechanism.h",
+        "spec.definition.scores",
+        "receiver",
+        "columns",
+        "target_kappa",
+    )
 
     def parameters(self, claim: Mapping[str, Any]) -> TableParams:
         from persuasive.classes.receivers import receiver_from_dict
@@ -87,21 +95,24 @@ class TableKind:
         doc = {"claim": claim}
         h = need(doc, "claim.spec.mechanism.h", int)
         scores = need(doc, "claim.spec.definition.scores", list)
-        if len(scores) != 1 or not isinstance(scores[0], Mapping):
+        if len(scores) != 1:
             raise ValidationError(
                 f"claim.spec.definition.scores: must be one score; got {scores!r:.60}"
             )
-        r = need({"claim": scores[0]}, "claim.r", int)
+        r = need(doc, "claim.spec.definition.scores.0.r", int)
         try:
             receiver = receiver_from_dict(need(doc, "claim.receiver", dict))
         except ValidationError as exc:
             raise ValidationError(f"claim.receiver: {exc}") from None
-        keys = need(doc, "claim.columns.keys", list)
-        if not keys or not all(isinstance(k, str) for k in keys):
-            raise ValidationError(f"claim.columns.keys: must be column names; got {keys!r:.60}")
+        keys = names(doc, "claim.columns.keys")
         count = need(doc, "claim.columns.count", str)
+        if not count or count in keys or ROW in (*keys, count):
+            raise ValidationError(
+                f"claim.columns: the count {count!r} must be a column name apart from the keys "
+                f"{list(keys)}"
+            )
         target = number(doc, "claim.target_kappa", optional=True)
-        return TableParams(h, r, receiver, tuple(keys), count, target)
+        return TableParams(h, r, receiver, keys, count, target)
 
     def claim(self, p: TableParams) -> dict[str, Any]:
         alpha = p.receiver.alpha(p.h)
@@ -156,9 +167,13 @@ class TableKind:
         schema = frame.collect_schema()
         want = [*p.keys, p.count]
         if list(schema.names()) != want:
-            raise ValidationError(
-                f"published table '{name}' has columns {list(schema.names())}; the certificate "
-                f"states {want}"
+            return Publication(
+                {name: path},
+                {},
+                [
+                    f"publication: {name} has columns {list(schema.names())}; the certificate "
+                    f"states {want}"
+                ],
             )
         problems: list[str] = []
         dtype = schema[p.count]
