@@ -155,7 +155,7 @@ def composition(tmp_path: Path) -> Path:
     ("extra", "needle"),
     [
         (["--samples", "1"], "--samples"),
-        (["--samples", "100000001"], "--samples"),
+        (["--samples", "10000000001"], "--samples"),
         (["--samples", str(10**30)], "--samples"),
         (["--samples", "-5"], "--samples"),
         (["--seed", "-1"], "--seed"),

@@ -186,7 +186,11 @@ def test_lower_bound_covering_lp_beats_the_per_margin_bound():
     x = np.full((2, 2, 2), 6)
     x[0, 0, 0] = 1
     t3 = MarginTable(x, h=3, margins="0+1,0+2,1+2")
-    assert lower_bound(t3) == 3.0 and lower_bound(t3, r=1) == 0.0
+    assert lower_bound(t3) == 3.0
+    # a lone count of 2 needs three partners at r = h = 3, none at r = 2 (counts >= r are private)
+    x[0, 0, 0] = 2
+    t3b = MarginTable(x, h=3, margins="0+1,0+2,1+2")
+    assert lower_bound(t3b) == 3.0 and lower_bound(t3b, r=2) == 0.0
 
 
 def test_determined_by_propagation():
@@ -270,7 +274,7 @@ def test_no_margins_and_the_small_cell_class():
         ({"kappa": "3"}, "kappa must be a real number; got '3'"),
         ({"objective": "sum"}, "objective must be one of count, total; got 'sum'"),
         ({"bound": "both"}, "bound must be one of table, publication; got 'both'"),
-        ({"r": 4}, r"r must be an integer in \[1, 3\]; got 4"),
+        ({"r": 4}, r"r must be an integer in \[2, 3\]; got 4"),
         ({"max_candidates": 0}, r"max_candidates must be an integer in \[1, inf\]; got 0"),
         ({"max_states": 0}, r"max_states must be an integer in \[1, inf\]; got 0"),
         ({"max_iter": -1}, r"max_iter must be an integer in \[0, inf\]; got -1"),

@@ -207,13 +207,6 @@ def test_cli_disclosure_without_target_is_reported(tmp_path: Path) -> None:
     assert check.exit_code == 0, check.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: cli/margins.py:129 exits with exit_status(outcome) (guarantee.holds, "
-    "kinds/margins.py:148: no target -> holds) while problems() (cli/margins.py:42) prints "
-    "'FAILS' for the cells release.failing() flags (release/margins.py:245: without a target a "
-    "disclosed cell below r fails, release.ok False); docs/cli.md says exit 1 then",
-)
 def test_cli_exit_status_agrees_with_the_failing_cells(tmp_path: Path) -> None:
     out = tmp_path / "out"
     res = _cli(tmp_path, *RECEIVER_OPTS, "--h", 3, "--margins", "rows", "--out", out, "--json")

@@ -59,9 +59,9 @@ Documented bounds
 probabilities and the worst Receiver prior h + 1, and a larger threshold is never meaningful for
 a count table), :data:`R_MIN` (= 2, the smallest score threshold of §5.2, Bon et al. 2026),
 :data:`SEED_MAX` (2⁶³ − 1, a TOML integer and what numpy's ``default_rng`` takes as one word),
-:data:`N_SAMPLES_MAX` (10⁸ Monte Carlo samples: beyond it the sample arrays no longer fit in
-memory), :data:`K_MAX` (4096 categories of randomized response: its kernel is a dense k × k
-matrix), :data:`N_STARTS_MAX`.
+:data:`N_SAMPLES_MAX` (10¹⁰ Monte Carlo samples: audits draw in chunks, so memory is not the
+limit; this bounds the running time, about a minute per 10⁸ draws), :data:`K_MAX` (4096
+categories of randomized response: its kernel is a dense k × k matrix), :data:`N_STARTS_MAX`.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ R_MIN: int = 2
 #: Largest random seed (an int64, the range of a TOML integer).
 SEED_MAX: int = 2**63 - 1
 #: Largest Monte Carlo sample size.
-N_SAMPLES_MAX: int = 100_000_000
+N_SAMPLES_MAX: int = 10**10
 #: Largest number of refined starts of a search.
 N_STARTS_MAX: int = 1_000_000
 #: Largest number of categories of randomized response (dense k x k kernel).

@@ -77,7 +77,12 @@ def array(
     finite: bool = True,
     nonneg: bool = False,
 ) -> NDArray[np.float64]:
-    """Return ``value`` as a float64 array, checking dimension and finiteness."""
+    """Return ``value`` as a float64 array, checking dimension and finiteness (booleans are
+    not numbers here)."""
+    if isinstance(value, (bool, np.bool_)) or (
+        isinstance(value, np.ndarray) and value.dtype == np.bool_
+    ):
+        raise ValidationError(f"{name} must be numeric; got {_echo(value)}")
     try:
         a = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -159,3 +164,18 @@ def choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ValidationError(f"{name} must be one of {', '.join(allowed)}; got {_echo(value)}")
     return str(value)
+
+
+def rng(name: str, value: Any) -> np.random.Generator:
+    """A numpy Generator from ``value``: None (fresh entropy), a seed (an integer >= 0) or a
+    Generator; a ValidationError naming ``name`` otherwise."""
+    if isinstance(value, np.random.Generator):
+        return value
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer))):
+        raise ValidationError(
+            f"{name} must be None, a seed (an integer >= 0) or a numpy Generator; "
+            f"got {_echo(value)}"
+        )
+    if value is not None and int(value) < 0:
+        raise ValidationError(f"{name} must be a seed >= 0; got {int(value)}")
+    return np.random.default_rng(value)

@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.audit.core import q_grid_or_default
 from persuasive.audit.noisy_mean_laplace import is_laplace_mean, laplace_mean_audit
-from persuasive.audit.stream import MAX_SAMPLES
 from persuasive.classes import FiniteClass, GaussianMeanClass, NeighbourPriors, SmallCellClass
 from persuasive.definitions import PersuasivePrivacy, PersuasivePrivacyExpectation
 from persuasive.errors import UnsupportedCombinationError, ValidationError
@@ -160,15 +160,9 @@ def audit(
             f"definition must be pp.PersuasivePrivacy or "
             f"pp.PersuasivePrivacyExpectation; got {definition!r}"
         )
-    n_samples = v.integer("n_samples", n_samples, low=2)
-    if n_samples > MAX_SAMPLES:
-        raise ValidationError(
-            f"n_samples must be at most {MAX_SAMPLES:.0e} (draws are streamed in chunks, so "
-            f"memory is not the limit, running time is: about a minute per 1e8 draws); got "
-            f"{v.echo(n_samples)}"
-        )
-    n_starts = v.integer("n_starts", n_starts, low=1)
-    confidence = v.real("confidence", confidence, low=0.0, high=1.0, low_open=True, high_open=True)
+    n_samples = dm.check("n_samples", n_samples)  # up to MAX_SAMPLES: streamed in chunks
+    n_starts = dm.check("n_starts", n_starts)
+    confidence = dm.check("confidence", confidence)
     grid = q_grid_or_default(q_grid)
     gen = np.random.default_rng(_check_rng(rng))
     if x is not None:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
+from persuasive import _domains as dm
 from persuasive.errors import ValidationError
 
 #: Largest number of float64 values drawn at once (per array: about 16 MB).
@@ -34,9 +35,9 @@ CHUNK_VALUES: int = 2**21
 #: Ranks up to this use an exact running buffer of the k largest values.
 EXACT_RANK: int = 2**16
 
-#: Largest n_samples accepted by an audit (memory is bounded by the chunking; this bounds the
-#: running time, about a minute per 1e8 draws of a scalar loss).
-MAX_SAMPLES: int = 10**10
+#: Largest n_samples accepted by an audit: the declared domain (memory is bounded by the
+#: chunking; this bounds the running time, about a minute per 1e8 draws of a scalar loss).
+MAX_SAMPLES: int = dm.N_SAMPLES_MAX
 
 #: Number of pilot thresholds per series for large ranks: half dense around the target rank,
 #: half spread geometrically over the pilot's ranks.

@@ -59,7 +59,7 @@ DataArg = Annotated[
     Path, typer.Argument(help="The data: a .csv or .parquet file.", show_default=False)
 ]
 OutOpt = Annotated[
-    Path,
+    str,
     typer.Option(
         "--out",
         help="Output folder: new or empty (or, with --force, one persuasive wrote).",

@@ -44,7 +44,7 @@ TargetOpt = Annotated[
 ]
 
 
-def _folder(out: Path, force: bool, data: Path, kind: str) -> Any:
+def _folder(out: str, force: bool, data: Path, kind: str) -> Any:
     from persuasive.files.output import OutputFolder
 
     folder = OutputFolder(out, force=force, inputs=[data], kind=kind)
@@ -287,7 +287,9 @@ def _noise(text: str | None) -> tuple[str | None, float | None]:
         raise ValidationError(
             f"--noise {kind}: the scale must be a number (e.g. {kind}:0.1); got {text!r}"
         ) from None
-    return kind, checked("--noise-scale", scale)
+    from persuasive import _domains as dm
+
+    return kind, dm.check("noise_scale", scale, name=f"--noise {kind}: the scale")
 
 
 @app.command("mean")

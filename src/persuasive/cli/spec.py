@@ -28,7 +28,11 @@ SpecArg = Annotated[
 ]
 SamplesOpt = Annotated[
     int | None,
-    typer.Option("--samples", help="Monte Carlo sample size (2 to 10^8).", show_default=False),
+    typer.Option(
+        "--samples",
+        help="Monte Carlo sample size (2 to 10^10; drawn in chunks).",
+        show_default=False,
+    ),
 ]
 
 

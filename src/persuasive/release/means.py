@@ -19,6 +19,7 @@ noise — is an error, never published. Nothing in the certificate's claim depen
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,18 +31,17 @@ import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _domains as dm
+from persuasive import _validation as v
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.certify.noisy_mean_laplace import LAPLACE_NO_FINITE_KAPPA
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.files import reading as rd
+from persuasive.release.calibrate import calibrate_mean as calibrate_mean
 from persuasive.report.kinds.mean import KIND as MEAN_KIND
 from persuasive.report.kinds.mean import MeanParams
 from persuasive.results import Certificate
 
 Noise = tuple[str, float] | None
-
-#: Relative width at which the calibration bisections stop (the proven end is returned).
-CALIBRATION_RTOL: float = 1e-6
 
 
 def _noise(noise: Any) -> Noise:
@@ -128,8 +128,51 @@ def _certificate(p: MeanParams) -> Certificate:
     return cert
 
 
+class _Means:
+    """What a mean and group means share: the claim's parameters and the report."""
+
+    params: MeanParams
+    certificate: Certificate
+
+    @property
+    def noise(self) -> Noise:
+        return None if self.params.noise_sd is None else ("gaussian", self.params.noise_sd)
+
+    @property
+    def r1(self) -> float:
+        return self.params.r1
+
+    @property
+    def r2(self) -> float:
+        return self.params.r2
+
+    @property
+    def delta(self) -> float:
+        return self.params.delta
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return dict(MEAN_KIND.claim(self.params)["spec"])
+
+    def calibration_curve(self, xs: ArrayLike | None = None) -> Any:
+        """κ against r1 (exact mean) or against the noise sd: ``(xs, kappas, label)``."""
+        return _curve(self.params, xs)
+
+    def statement(self) -> str:
+        """The guarantee in one plain sentence."""
+        return str(MEAN_KIND.certify(self.params).guarantee["statement"])
+
+    def custodian(self, table_format: str) -> dict[str, Any]:
+        return {}
+
+    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
+        from persuasive.release.mean_report import mean_report
+
+        return mean_report(self, document, target_kappa)
+
+
 @dataclass(frozen=True, eq=False)
-class MeanRelease:
+class MeanRelease(_Means):
     """A released mean with its certificate."""
 
     kind: ClassVar[str] = "mean"
@@ -139,56 +182,21 @@ class MeanRelease:
     params: MeanParams
     certificate: Certificate = field(repr=False)
 
-    @property
-    def noise(self) -> Noise:
-        return None if self.params.noise_sd is None else ("gaussian", self.params.noise_sd)
-
-    @property
-    def r1(self) -> float:
-        return self.params.r1
-
-    @property
-    def r2(self) -> float:
-        return self.params.r2
-
-    @property
-    def delta(self) -> float:
-        return self.params.delta
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return dict(MEAN_KIND.claim(self.params)["spec"])
-
     def summary(self) -> dict[str, Any]:
         """Data-dependent facts for the report (never for the certificate)."""
         return {"n": self.n, "value": self.value, "kappa": self.certificate.kappa}
-
-    def calibration_curve(self, xs: ArrayLike | None = None) -> Any:
-        """κ against r1 (exact mean) or against the noise sd: ``(xs, kappas, label)``."""
-        return _curve(self.params, xs)
-
-    def statement(self) -> str:
-        return str(MEAN_KIND.certify(self.params).guarantee["statement"])
 
     def published_files(self, table_format: str) -> dict[str, Any]:
         from persuasive.release.pipeline import write_json
 
         return {"released.json": write_json({"mean": self.value})}
 
-    def custodian(self, table_format: str) -> dict[str, Any]:
-        return {}
-
     def expected(self, name: str) -> Any:
         return {"mean": self.value} if name == "released.json" else None
 
-    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
-        from persuasive.release.mean_report import mean_report
-
-        return mean_report(self, document, target_kappa)
-
 
 @dataclass(frozen=True, eq=False)
-class GroupMeansRelease:
+class GroupMeansRelease(_Means):
     """One released mean per group; ``values`` has columns group, ``mean`` and ``n`` (the
     group sizes stay with the custodian: they are counts, which the certificate does not
     cover)."""
@@ -198,26 +206,6 @@ class GroupMeansRelease:
     values: pl.DataFrame
     params: MeanParams
     certificate: Certificate = field(repr=False)
-
-    @property
-    def noise(self) -> Noise:
-        return None if self.params.noise_sd is None else ("gaussian", self.params.noise_sd)
-
-    @property
-    def r1(self) -> float:
-        return self.params.r1
-
-    @property
-    def r2(self) -> float:
-        return self.params.r2
-
-    @property
-    def delta(self) -> float:
-        return self.params.delta
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return dict(MEAN_KIND.claim(self.params)["spec"])
 
     @property
     def published(self) -> pl.DataFrame:
@@ -231,28 +219,13 @@ class GroupMeansRelease:
             "kappa": self.certificate.kappa,
         }
 
-    def calibration_curve(self, xs: ArrayLike | None = None) -> Any:
-        return _curve(self.params, xs)
-
-    def statement(self) -> str:
-        return str(MEAN_KIND.certify(self.params).guarantee["statement"])
-
     def published_files(self, table_format: str) -> dict[str, Any]:
-        from persuasive.release.pipeline import write_frame
+        from persuasive.release.pipeline import frame_files
 
-        name = f"released.{table_format}"
-        return {name: write_frame(self.published)(name)}
-
-    def custodian(self, table_format: str) -> dict[str, Any]:
-        return {}
+        return frame_files({"released": self.published}, table_format)
 
     def expected(self, name: str) -> pl.DataFrame | None:
         return self.published if Path(name).stem == "released" else None
-
-    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
-        from persuasive.release.mean_report import mean_report
-
-        return mean_report(self, document, target_kappa)
 
 
 def _values(values: Any) -> NDArray[np.float64]:
@@ -284,7 +257,7 @@ def read_values(source: rd.Source, column: str, group: str | None = None) -> pl.
     """The value column (Float64, parsed once from text in a CSV) and the group column (text as
     written), validated in one pass: every value present and finite, every group present."""
     names = rd.header(source)
-    rd.require(names, column=column, group=[group] if group else [])
+    rd.require(names, value=column, group=[group] if group else [])
     if group == column:
         raise ValidationError(f"--group {group!r} is also the value column; choose another")
     cols = [column] if group is None else [group, column]
@@ -297,7 +270,8 @@ def read_values(source: rd.Source, column: str, group: str | None = None) -> pl.
         parsed = lf.select(*([group] if group else []), rd.real_expr(column, dtype))
         stats, frame = pl.collect_all([rd.first_failures(lf, checks), parsed])
     except pl.exceptions.PolarsError as exc:
-        raise ValidationError(f"cannot read the data: {rd._first_line(exc)}") from None
+        where = f"'{source}'" if isinstance(source, (str, os.PathLike)) else "the data"
+        raise ValidationError(f"cannot read {where}: {rd._first_line(exc)}") from None
     rd.raise_first(stats, lf, checks, where=[group] if group else [], what="the data")
     return frame
 
@@ -351,17 +325,8 @@ def release_mean(
     cert = _certificate(p)
     out = mean_of(arr)
     if p.noise_sd is not None:
-        out = out + float(_rng(rng).normal(0.0, p.noise_sd))
+        out = out + float(v.rng("rng", rng).normal(0.0, p.noise_sd))
     return MeanRelease(_finite("the mean", out), int(arr.size), p, cert)
-
-
-def _rng(rng: Any) -> np.random.Generator:
-    try:
-        return np.random.default_rng(rng)
-    except (TypeError, ValueError):
-        raise ValidationError(
-            f"rng must be None, a seed (an integer >= 0) or a numpy Generator; got {rng!r:.60}"
-        ) from None
 
 
 def release_group_means(
@@ -414,117 +379,9 @@ def release_group_means(
     if small.height:
         _check_n(int(small["n"][0]), p.r2, f"group {small[group][0]!r}")
     if p.noise_sd is not None:
-        draw = _rng(rng).normal(0.0, p.noise_sd, size=means.height)
+        draw = v.rng("rng", rng).normal(0.0, p.noise_sd, size=means.height)
         means = means.with_columns(pl.col("mean") + pl.Series(draw))
     bad = means.filter(~pl.col("mean").is_finite())
     if bad.height:
         _finite(f"the mean of group {bad[group][0]!r}", float(bad["mean"][0]))
     return GroupMeansRelease(means, p, cert)
-
-
-def _bisect(f: Any, lo: float, hi: float, want_lo: bool) -> float:
-    """Bisect a monotone predicate ``f`` (True at the proven end); return the proven end."""
-    for _ in range(200):
-        if hi - lo <= CALIBRATION_RTOL * max(abs(hi), 1e-300):
-            break
-        mid = 0.5 * (lo + hi)
-        if f(mid) == want_lo:
-            lo = mid
-        else:
-            hi = mid
-    return lo if want_lo else hi
-
-
-def calibrate_mean(
-    target_kappa: float,
-    *,
-    r2: float,
-    r1: float | None = None,
-    noise: Any = None,
-    max_mean_sd: float | None = None,
-    delta: float = 0.0,
-    scale_max: float = 1e6,
-) -> float:
-    r"""The Sender's design problem for means: the largest r1, or the smallest noise, meeting κ.
-
-    * ``noise=None``: the largest r1 with :math:`r_1 + \log r_2 \le` target (Prop 7).
-    * ``noise=("gaussian", sigma)``: the largest r1 with the certified κ(δ) <= target
-      (κ increases with r1; bisection, the proven end is returned).
-    * ``noise="gaussian"`` with ``r1``: the smallest noise sd with κ(δ) <= target (κ does not
-      increase with the sd; needs ``max_mean_sd`` and δ > 0).
-
-    Raises ValidationError when the target cannot be met (the message says why); never returns
-    a negative, NaN or unproven value.
-
-    Examples
-    --------
-    >>> from persuasive.release.means import calibrate_mean
-    >>> round(calibrate_mean(2.0, r2=4.0), 6)
-    0.613706
-    >>> s = calibrate_mean(4.5, r2=4.0, r1=4.0, noise="gaussian", max_mean_sd=1.0, delta=0.05)
-    >>> round(s, 3)
-    4.085
-    """
-    target = dm.check("target_kappa", target_kappa)
-    r2 = dm.check("r2", r2)
-    delta = dm.check("delta", delta)
-    if noise is None:
-        out = target - math.log(r2)
-        if out <= 0.0:
-            raise ValidationError(
-                f"target_kappa = {target:g} is unreachable for the exact mean with r2 = {r2:g}: "
-                f"kappa = r1 + log r2 > log r2 = {math.log(r2):.6g} for every r1 > 0"
-            )
-        return out
-    if isinstance(noise, str):
-        if noise == "laplace":
-            raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
-        if noise != "gaussian":
-            raise ValidationError(f'noise must be "gaussian" to calibrate its sd; got {noise!r}')
-        if r1 is None or max_mean_sd is None or delta <= 0.0:
-            raise ValidationError(
-                "calibrating the noise sd needs r1, max_mean_sd (without a bound on the prior sd "
-                "of the mean noise cannot help) and delta > 0; got "
-                f"r1 = {r1!r}, max_mean_sd = {max_mean_sd!r}, delta = {delta:g}"
-            )
-        r1f = dm.check("r1", r1)
-        vm = dm.check("max_mean_sd", max_mean_sd)
-
-        def ok_s(s: float) -> bool:
-            return gaussian_noise_kappa(r1f, r2, s, vm, delta)[0] <= target
-
-        hi = vm
-        while not ok_s(hi):
-            hi *= 4.0
-            if hi > scale_max * vm:
-                raise ValidationError(
-                    f"target_kappa = {target:g} is unreachable with Gaussian noise: even sd = "
-                    f"{scale_max:g} * max_mean_sd gives kappa > target (the bound cannot go "
-                    "below the chi-square(1) quantile at 1 - delta, docs/release_means.md)"
-                )
-        lo = hi / 4.0
-        while ok_s(lo) and lo > 1e-9 * vm:
-            hi, lo = lo, lo / 4.0
-        return _bisect(ok_s, lo, hi, want_lo=False)
-    nz = _noise(noise)
-    assert nz is not None
-    if nz[0] == "laplace":
-        raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
-    if delta <= 0.0:
-        raise ValidationError("delta must be > 0 with Gaussian noise (kappa is infinite at 0)")
-
-    def ok_r1(x: float) -> bool:
-        return gaussian_noise_kappa(x, r2, nz[1], max_mean_sd, delta)[0] <= target
-
-    lo = 1e-9
-    if not ok_r1(lo):
-        raise ValidationError(
-            f"target_kappa = {target:g} is unreachable with {nz}: kappa exceeds it even as "
-            "r1 -> 0 (the bound cannot go below the chi-square(1) quantile at 1 - delta)"
-        )
-    hi = 1.0
-    while ok_r1(hi):
-        lo, hi = hi, hi * 2.0
-        if hi > 1e9:
-            return lo
-    return _bisect(ok_r1, lo, hi, want_lo=True)
