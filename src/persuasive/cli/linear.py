@@ -262,6 +262,10 @@ def linear_cmd(
             json_=json_,
             step=step,
             notes=notes,
-            extra={"withheld": [s.name for s in release.withheld], "refused": False},
+            extra={
+                "withheld": [s.name for s in release.withheld],
+                "refused": False,
+                "noise_sd": release.noise_sd,
+            },
         )
     raise typer.Exit(status)

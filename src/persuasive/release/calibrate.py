@@ -17,8 +17,13 @@ from typing import Any
 
 from persuasive import _domains as dm
 from persuasive import _validation as v
+from persuasive.certify.noisy_mean import gaussian_noise_kappa
+from persuasive.certify.noisy_mean_laplace import LAPLACE_NO_FINITE_KAPPA
 from persuasive.classes.receivers import R_MIN, Receiver
-from persuasive.errors import ValidationError
+from persuasive.errors import UnsupportedCombinationError, ValidationError
+
+#: Relative width at which the calibration bisections stop (the proven end is returned).
+CALIBRATION_RTOL: float = 1e-6
 
 
 def calibrate_threshold(
@@ -97,3 +102,113 @@ def _unreachable(receiver: Any, target: float, top: int) -> ValidationError:
         f"Receiver model {receiver!r} gives kappa(h_max) = {receiver.kappa(top):.6g}; raise "
         "target_kappa or h_max, or state a Receiver model with more mass on small counts"
     )
+
+
+def _bisect(f: Any, lo: float, hi: float, want_lo: bool) -> float:
+    """Bisect a monotone predicate ``f`` (True at the proven end); return the proven end."""
+    for _ in range(200):
+        if hi - lo <= CALIBRATION_RTOL * max(abs(hi), 1e-300):
+            break
+        mid = 0.5 * (lo + hi)
+        if f(mid) == want_lo:
+            lo = mid
+        else:
+            hi = mid
+    return lo if want_lo else hi
+
+
+def calibrate_mean(
+    target_kappa: float,
+    *,
+    r2: float,
+    r1: float | None = None,
+    noise: Any = None,
+    max_mean_sd: float | None = None,
+    delta: float = 0.0,
+    scale_max: float = 1e6,
+) -> float:
+    r"""The Sender's design problem for means: the largest r1, or the smallest noise, meeting κ.
+
+    * ``noise=None``: the largest r1 with :math:`r_1 + \log r_2 \le` target (Prop 7).
+    * ``noise=("gaussian", sigma)``: the largest r1 with the certified κ(δ) <= target
+      (κ increases with r1; bisection, the proven end is returned).
+    * ``noise="gaussian"`` with ``r1``: the smallest noise sd with κ(δ) <= target (κ does not
+      increase with the sd; needs ``max_mean_sd`` and δ > 0).
+
+    Raises ValidationError when the target cannot be met (the message says why); never returns
+    a negative, NaN or unproven value.
+
+    Examples
+    --------
+    >>> from persuasive.release.means import calibrate_mean
+    >>> round(calibrate_mean(2.0, r2=4.0), 6)
+    0.613706
+    >>> s = calibrate_mean(4.5, r2=4.0, r1=4.0, noise="gaussian", max_mean_sd=1.0, delta=0.05)
+    >>> round(s, 3)
+    4.085
+    """
+    target = dm.check("target_kappa", target_kappa)
+    r2 = dm.check("r2", r2)
+    delta = dm.check("delta", delta)
+    if noise is None:
+        out = target - math.log(r2)
+        if out <= 0.0:
+            raise ValidationError(
+                f"target_kappa = {target:g} is unreachable for the exact mean with r2 = {r2:g}: "
+                f"kappa = r1 + log r2 > log r2 = {math.log(r2):.6g} for every r1 > 0"
+            )
+        return out
+    if isinstance(noise, str):
+        if noise == "laplace":
+            raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
+        if noise != "gaussian":
+            raise ValidationError(f'noise must be "gaussian" to calibrate its sd; got {noise!r}')
+        if r1 is None or max_mean_sd is None or delta <= 0.0:
+            raise ValidationError(
+                "calibrating the noise sd needs r1, max_mean_sd (without a bound on the prior sd "
+                "of the mean noise cannot help) and delta > 0; got "
+                f"r1 = {r1!r}, max_mean_sd = {max_mean_sd!r}, delta = {delta:g}"
+            )
+        r1f = dm.check("r1", r1)
+        vm = dm.check("max_mean_sd", max_mean_sd)
+
+        def ok_s(s: float) -> bool:
+            return gaussian_noise_kappa(r1f, r2, s, vm, delta)[0] <= target
+
+        hi = vm
+        while not ok_s(hi):
+            hi *= 4.0
+            if hi > scale_max * vm:
+                raise ValidationError(
+                    f"target_kappa = {target:g} is unreachable with Gaussian noise: even sd = "
+                    f"{scale_max:g} * max_mean_sd gives kappa > target (the bound cannot go "
+                    "below the chi-square(1) quantile at 1 - delta, docs/release_means.md)"
+                )
+        lo = hi / 4.0
+        while ok_s(lo) and lo > 1e-9 * vm:
+            hi, lo = lo, lo / 4.0
+        return _bisect(ok_s, lo, hi, want_lo=False)
+    from persuasive.release.means import _noise
+
+    nz = _noise(noise)
+    assert nz is not None
+    if nz[0] == "laplace":
+        raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
+    if delta <= 0.0:
+        raise ValidationError("delta must be > 0 with Gaussian noise (kappa is infinite at 0)")
+
+    def ok_r1(x: float) -> bool:
+        return gaussian_noise_kappa(x, r2, nz[1], max_mean_sd, delta)[0] <= target
+
+    lo = 1e-9
+    if not ok_r1(lo):
+        raise ValidationError(
+            f"target_kappa = {target:g} is unreachable with {nz}: kappa exceeds it even as "
+            "r1 -> 0 (the bound cannot go below the chi-square(1) quantile at 1 - delta)"
+        )
+    hi = 1.0
+    while ok_r1(hi):
+        lo, hi = hi, hi * 2.0
+        if hi > 1e9:
+            return lo
+    return _bisect(ok_r1, lo, hi, want_lo=True)

@@ -34,6 +34,7 @@ import polars as pl
 from numpy.typing import NDArray
 
 from persuasive import _domains as dm
+from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.linear.exposure import LinearExposure, combination_of, exposures
 from persuasive.release.statistics import Statistic, build_rows
@@ -125,11 +126,10 @@ class LinearRelease:
         return _curve(self, xs)
 
     def published_files(self, table_format: str) -> dict[str, Any]:
-        from persuasive.release.pipeline import write_frame
+        from persuasive.release.pipeline import frame_files
 
         self.params  # noqa: B018 - a refused release has nothing to publish
-        name = f"released.{table_format}"
-        return {name: write_frame(self.values)(name)}
+        return frame_files({"released": self.values}, table_format)
 
     def custodian(self, table_format: str) -> dict[str, Any]:
         return {}
@@ -298,7 +298,7 @@ def release_linear(
         cert = LINEAR_KIND.certify(params).certificate
         t = kept_a @ np.nan_to_num(x)  # x is NaN only on rows no statistic selects
         if sd is not None:
-            t = t + _rng(rng).normal(0.0, sd, size=t.shape)
+            t = t + v.rng("rng", rng).normal(0.0, sd, size=t.shape)
         bad = np.flatnonzero(~np.isfinite(t))
         if bad.size:
             raise ValidationError(
@@ -332,15 +332,6 @@ def release_linear(
         calibrated=calibrated,
         matrix=kept_a,
     )
-
-
-def _rng(rng: Any) -> np.random.Generator:
-    try:
-        return np.random.default_rng(rng)
-    except (TypeError, ValueError):
-        raise ValidationError(
-            f"rng must be None, a seed (an integer >= 0) or a numpy Generator; got {rng!r:.60}"
-        ) from None
 
 
 def statement_of(rel: LinearRelease) -> str:

@@ -185,21 +185,18 @@ class MarginRelease:
         )
 
     def published_files(self, table_format: str) -> dict[str, Any]:
-        from persuasive.release.pipeline import write_frame
+        from persuasive.release.pipeline import frame_files
 
-        out = {}
-        for stem, frame in (("released", self.published), ("margins", self.published_margins)):
-            name = f"{stem}.{table_format}"
-            out[name] = write_frame(frame)(name)
-        return out
+        return frame_files(
+            {"released": self.published, "margins": self.published_margins}, table_format
+        )
 
     def custodian(self, table_format: str) -> dict[str, Any]:
-        from persuasive.release.pipeline import write_frame, write_json
+        from persuasive.release.pipeline import frame_files, write_json
         from persuasive.report.certificate import canonical
 
-        name = f"custodian_cells.{table_format}"
         return {
-            name: write_frame(self.cells)(name),
+            **frame_files({"custodian_cells": self.cells}, table_format),
             "custodian_comparison.json": write_json(canonical(self.comparison_document())),
         }
 

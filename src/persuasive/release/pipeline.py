@@ -41,6 +41,7 @@ __all__ = [
     "InternalError",
     "Outcome",
     "Release",
+    "frame_files",
     "publish",
     "write_frame",
     "write_json",
@@ -134,6 +135,15 @@ def write_frame(frame: pl.DataFrame) -> Callable[[str], Writer]:
         return write
 
     return for_name
+
+
+def frame_files(frames: Mapping[str, pl.DataFrame], table_format: str) -> dict[str, Writer]:
+    """The writers of published tables by stem: ``{"released": frame}`` -> ``released.csv``."""
+    out = {}
+    for stem, frame in frames.items():
+        name = f"{stem}.{table_format}"
+        out[name] = write_frame(frame)(name)
+    return out
 
 
 def write_json(doc: Mapping[str, Any]) -> Writer:
