@@ -11,9 +11,13 @@ the worst prior Q (``docs/math.md`` §9) is
           0 & r \le x_i \text{ (suppressed or released)} \end{cases}
 
 The table is read exactly (:mod:`persuasive.files.reading`: keys as written, counts as exact
-64-bit integers) and validated in one pass with the suppression: a single polars query finds the
-first failing row of every check, whether the keys are sorted (then they are unique), and
-builds the published column. Per-cell losses are computed only when a report asks for them.
+64-bit integers) and validated in one pass: a single polars query finds the first failing row of
+every check and whether the keys are sorted (then they are unique). An in-memory frame with an
+integer count column is checked on its buffers instead (null counts from the Arrow metadata, a
+min, one comparison pass), and goes through the query only to name a failing row. Unsorted keys
+are checked for duplicates by marking a table over a compact integer key range, else by sorting
+or hashing. The published count column is the cells' own count buffer under validity bits from
+one comparison (no copy). Per-cell losses are computed only when a report asks for them.
 The certificate depends only on (h, r, the Receiver model, the column names, the target κ),
 never on the data (Assumption 1); its publication section binds the published file.
 """
@@ -50,8 +54,8 @@ Source = rd.Source
 
 #: Columns a report adds to the custodian's view of the table (no key may be named like them).
 _ADDED = ("suppressed", "loss")
-#: Integer keys whose range is below this multiple of the row count are checked for duplicates
-#: with a bitmap (one scatter pass) rather than by hashing.
+#: Integer keys whose range is at most this multiple of the row count are checked for
+#: duplicates by marking a table over the range (one scatter pass) rather than by sorting.
 _DENSE_KEY_SPAN = 8
 #: Integer keys are first marked in a table of this many slots per row, indexed by the keys
 #: as they are (so no min/max pass comes first); if that does not prove them distinct, the key
@@ -102,7 +106,7 @@ def _orderable(dtype: pl.DataType) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# In-memory fast path: numpy passes over the zero-copy column buffers, in cache-sized blocks
+# In-memory fast path: numpy and polars passes over the column buffers (no copy)
 # --------------------------------------------------------------------------------------------
 
 #: Rows per block of the key-table passes (512 KiB of int64: a block's index stays in cache
@@ -338,6 +342,26 @@ def _no_negative(c: pl.Series) -> bool:
     return all(_split(lambda a, b: bool(v[a:b].min() >= 0), v.size))
 
 
+def _no_negative_and_at_least(c: pl.Series, h: int) -> tuple[bool, pa.Buffer | None]:
+    """:func:`_no_negative` and, when it holds, :func:`_at_least` in one read of the counts
+    (block by block, each block's min and comparison in cache) for a single-chunk Int64 column
+    of at least :data:`_PARALLEL_ROWS` rows; below, or otherwise, the two passes."""
+    if c.dtype != pl.Int64 or c.n_chunks() > 1 or c.len() < _PARALLEL_ROWS:
+        return (True, None) if _no_negative(c) else (False, None)
+    v = c.to_numpy()
+    valid = np.empty(-(-v.size // 8), dtype=np.uint8)
+
+    def part(start: int, stop: int) -> bool:
+        for i in range(start, stop, _BLOCK):
+            block = v[i : min(i + _BLOCK, stop)]
+            if block.min() < 0:
+                return False
+            valid[i // 8 : (i + block.size + 7) // 8] = np.packbits(block >= h, bitorder="little")
+        return True
+
+    return (True, pa.py_buffer(valid)) if all(_split(part, v.size)) else (False, None)
+
+
 def _at_least(c: pl.Series, h: int) -> pa.Buffer | None:
     """The bits (LSB first) of ``c >= h``: one comparison pass, split across threads; None when
     the comparison's bitmap is not byte-aligned."""
@@ -354,11 +378,15 @@ def _at_least(c: pl.Series, h: int) -> pa.Buffer | None:
     return pa.py_buffer(parts[0] if len(parts) == 1 else np.concatenate(parts))  # type: ignore[arg-type]
 
 
-def _fast_cells(source: pl.DataFrame, keys: tuple[str, ...], count: str) -> pl.DataFrame | None:
+def _fast_cells(
+    source: pl.DataFrame, keys: tuple[str, ...], count: str, h: int | None = None
+) -> tuple[pl.DataFrame, pa.Buffer | None] | None:
     """The cells of an in-memory frame with an integer count column, validated on the column
     buffers: nulls from the Arrow metadata, negatives by a min, sortedness by one comparison
     pass, uniqueness of unsorted keys by :func:`_check_unique`. None when a check fails or the
-    frame is not of this kind: then the generic path decides and names the first failing row."""
+    frame is not of this kind: then the generic path decides and names the first failing row.
+    With ``h``, the validity bits of the published counts when the negatives check gave them
+    (:func:`_no_negative_and_at_least`)."""
     n = source.height
     cols = [source.get_column(k) for k in keys]
     c = source.get_column(count)
@@ -368,15 +396,17 @@ def _fast_cells(source: pl.DataFrame, keys: tuple[str, ...], count: str) -> pl.D
         return None
     if c.null_count() or any(s.null_count() for s in cols):
         return None
+    valid = None
     if c.dtype.is_signed_integer():
-        if not _no_negative(c):
+        ok, valid = (_no_negative(c), None) if h is None else _no_negative_and_at_least(c, h)
+        if not ok:
             return None
     elif c.dtype == pl.UInt64 and c.max() > rd.MAX_COUNT:  # type: ignore[operator]
         return None
     cells = pl.DataFrame([*cols, c if c.dtype == pl.Int64 else c.cast(pl.Int64)])
     if not _increasing(cols):
         _check_unique(cells, keys)
-    return cells
+    return cells, valid
 
 
 def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFrame:
@@ -386,10 +416,18 @@ def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFram
     An in-memory frame whose count column is of an integer type is checked on its buffers (no
     copy); a failing check, and every other source, goes through one polars query that finds
     the first failing row of every check."""
+    return _read_cells(source, keys, count, None)[0]
+
+
+def _read_cells(
+    source: Source, keys: tuple[str, ...], count: str, h: int | None
+) -> tuple[pl.DataFrame, pa.Buffer | None]:
+    """:func:`read_cells`, and the validity bits of the published counts if they came with
+    the checks (with ``h``; see :func:`_fast_cells`)."""
     names = rd.header(source)
     rd.require(names, key=list(keys), count=count)
     if isinstance(source, pl.DataFrame):
-        fast = _fast_cells(source, keys, count)
+        fast = _fast_cells(source, keys, count, h)
         if fast is not None:
             return fast
     raw = rd.scan(source, text=[*keys, count])
@@ -402,19 +440,24 @@ def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFram
         sorted_flag = _sorted_unique(schema, keys).alias("sorted")
         stats, cells = pl.collect_all([rd.first_failures(lf, checks, sorted_flag), parsed])
     except pl.exceptions.PolarsError as exc:
-        raise ValidationError(f"cannot read the table: {rd._first_line(exc)}") from None
+        where = f"'{source}'" if isinstance(source, (str, os.PathLike)) else "the table"
+        raise ValidationError(f"cannot read {where}: {rd._first_line(exc)}") from None
     rd.raise_first(stats, lf, checks, where=keys, what="the table")
     if not stats["sorted"][0]:
         _check_unique(cells, keys)
-    return cells
+    return cells, None
 
 
-def _published(cells: pl.DataFrame, keys: tuple[str, ...], count: str, h: int) -> pl.DataFrame:
-    """The keys as read and the count, null where below h: one comparison pass, whose bits
-    become the validity of the cells' own count buffer (no copy of the counts)."""
+def _published(
+    cells: pl.DataFrame, keys: tuple[str, ...], count: str, h: int, valid: pa.Buffer | None = None
+) -> pl.DataFrame:
+    """The keys as read and the count, null where below h: the bits of one comparison pass
+    (``valid``, when the checks gave them) become the validity of the cells' own count buffer
+    (no copy of the counts)."""
     c = cells.get_column(count)
     if c.n_chunks() == 1 and not c.null_count():
-        valid = _at_least(c, h)
+        if valid is None:
+            valid = _at_least(c, h)
         if valid is not None:
             arr = pa.Array.from_buffers(pa.int64(), c.len(), [valid, pa.py_buffer(c.to_numpy())])
             return pl.DataFrame([*(cells.get_column(k) for k in keys), pl.Series(count, arr)])
@@ -630,7 +673,7 @@ def release_table(
         )
     params = TableParams(h_, r_, receiver, ks, cnt, target_kappa)
     body = TABLE_KIND.certify(params)
-    cells = read_cells(source, ks, cnt)
-    published = _published(cells, ks, cnt, h_)
+    cells, valid = _read_cells(source, ks, cnt, h_)
+    published = _published(cells, ks, cnt, h_, valid)
     cert = body.certificate
     return TableRelease(published, cert, params, cells, r_explicit=r is not None)
