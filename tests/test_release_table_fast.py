@@ -456,10 +456,12 @@ def test_other_count_types_and_empty_frames_take_the_generic_path(df: pl.DataFra
 @pytest.mark.parametrize(
     ("keys", "dtype"),
     [
-        ([1, -7, 2, 3], pl.Int64),  # -7 wraps onto slot 1 of the 8-slot direct table
-        ([1, -7, 2, -7], pl.Int64),
-        ([2**64 - 7, 1, 2, 3], pl.UInt64),  # as int64: -7, wraps onto slot 1
-        ([2**64 - 7, 1, 2, 2**64 - 7], pl.UInt64),
+        ([1, -4, 2, 3], pl.Int64),  # -4 wraps onto slot 1 of the 5-slot direct table
+        ([1, -4, 2, -4], pl.Int64),
+        ([0, -1, 2, 3], pl.Int64),  # -1 wraps onto slot 4: distinct slots
+        ([2**64 - 4, 1, 2, 3], pl.UInt64),  # as int64: -4, wraps onto slot 1
+        ([2**64 - 4, 1, 2, 2**64 - 4], pl.UInt64),
+        ([4, 1, 2, 3], pl.Int64),  # from 1: the last slot
         ([-128, 0, 127, -1], pl.Int8),
         ([9, 17, 1, 25], pl.Int32),  # out of the direct table, compact range
     ],

@@ -57,10 +57,11 @@ _ADDED = ("suppressed", "loss")
 #: Integer keys whose range is at most this multiple of the row count are checked for
 #: duplicates by marking a table over the range (one scatter pass) rather than by sorting.
 _DENSE_KEY_SPAN = 8
-#: Integer keys are first marked in a table of this many slots per row, indexed by the keys
-#: as they are (so no min/max pass comes first); if that does not prove them distinct, the key
-#: range decides (:data:`_DENSE_KEY_SPAN`).
-_DIRECT_SPAN = 2
+#: Integer keys are first marked in a table of n + n // _DIRECT_SLACK + 1 slots for n rows,
+#: indexed by the keys as they are (so no min/max pass comes first; keys from 0 or 1, with a
+#: few gaps, fit); if that does not prove them distinct, the key range decides
+#: (:data:`_DENSE_KEY_SPAN`).
+_DIRECT_SLACK = 8
 
 _T = TypeVar("_T")
 
@@ -185,7 +186,8 @@ def _dense_distinct(cols: list[NDArray[Any]]) -> bool | None:
     the key range (:func:`_marks`). None when the range is not compact (above
     :data:`_DENSE_KEY_SPAN` times the row count): then sorting or hashing decides."""
     n = cols[0].size
-    if len(cols) == 1 and _marks(lambda i, j: _as_index(cols[0][i:j]), n, _DIRECT_SPAN * n):
+    direct = n + n // _DIRECT_SLACK + 1
+    if len(cols) == 1 and _marks(lambda i, j: _as_index(cols[0][i:j]), n, direct):
         return True
     ranges = [_min_max(k) for k in cols]
     spans = [hi - lo + 1 for lo, hi in ranges]
