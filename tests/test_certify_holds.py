@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import persuasive as pp
-from persuasive.certify._rounding import add_up, div_up, log_up, loss_up, sum_up
+from persuasive.closed.rounding import add_up, div_up, log_up, loss_up, sum_up
 
 HAIR = 5e-10  # the definition's kappa is this far below the sharp value
 

@@ -403,9 +403,7 @@ def test_presets_and_spec_definitions_agree(data: st.DataObject) -> None:
 #: Circles between packages owned by other engineers, still to be broken (each entry is an
 #: edge "importer -> imported" of the package graph). The test fails when one disappears, so
 #: that the entry is removed with the fix.
-PENDING_EDGES: set[tuple[str, str]] = {
-    ("persuasive.pld", "persuasive.certify"),  # pld/{compose,dots,laws,renyi} -> certify
-}
+PENDING_EDGES: set[tuple[str, str]] = set()
 
 _RECORDER = textwrap.dedent(
     """

@@ -42,7 +42,7 @@ from scipy.special import logsumexp
 
 from persuasive import _validation as v
 from persuasive.certify import certify
-from persuasive.certify.prop6 import finite_matrix
+from persuasive.closed.pdp import finite_matrix
 from persuasive.definitions import PersuasivePrivacy, PersuasivePrivacyExpectation, pure_dp
 from persuasive.errors import ValidationError
 from persuasive.mechanisms import Mechanism

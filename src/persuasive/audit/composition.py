@@ -171,7 +171,7 @@ class LossDraw:
 
 
 def _finite_rows(mechanism: Mechanism) -> int | None:
-    from persuasive.certify.prop6 import finite_matrix
+    from persuasive.closed.pdp import finite_matrix
 
     rows = {
         m.shape[0] for m in (finite_matrix(leaf) for leaf in leaves(mechanism)) if m is not None

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from persuasive import _tolerances as tol
-from persuasive.certify.prop6 import finite_matrix
 from persuasive.certify.registry import Bound, Theorem, find_theorem
 from persuasive.classes import FiniteClass, GaussianMeanClass, NeighbourPriors, SmallCellClass
+from persuasive.closed.pdp import finite_matrix
 from persuasive.definitions import PersuasivePrivacy
 from persuasive.errors import UnsupportedCombinationError
 from persuasive.mechanisms import Chain, Composition, Joint, Mechanism

@@ -82,7 +82,7 @@ class Prop7(Theorem):
                 f"{n / (n - 1):g}): the guarantee holds vacuously",
             )
         # the sharp value to the nearest float, like every computation of it (see
-        # persuasive.certify._rounding on why sharp closed forms are not rounded up)
+        # persuasive.closed.rounding on why sharp closed forms are not rounded up)
         return float(cls.r1 + math.log(cls.r2)), tuple(notes)
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:

@@ -80,7 +80,7 @@ class Prop8(Theorem):
                 f"with {h_m} <= x_i < {r_max} has loss -log q_i(x_i), unbounded "
                 "over the class (docs/math.md §9)",
             )
-        return -math.log(alpha), (  # nearest float (persuasive.certify._rounding)
+        return -math.log(alpha), (  # nearest float (persuasive.closed.rounding)
             "sharp: attained by a prior with Q(X_i < h_M) = alpha (docs/math.md §9, erratum 6)",
             "[RECON, docs/math.md §9] small-cell score L_i^r reconstructed; "
             "it is not a proper scoring rule",

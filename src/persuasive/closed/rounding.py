@@ -55,7 +55,7 @@ def up(x: float, ulps: int = 1) -> float:
 
     Examples
     --------
-    >>> from persuasive.certify._rounding import up
+    >>> from persuasive.closed.rounding import up
     >>> up(1.0) > 1.0, up(float("inf"))
     (True, inf)
     """
@@ -72,7 +72,7 @@ def div_up(a: float, b: float) -> float:
 
     Examples
     --------
-    >>> from persuasive.certify._rounding import div_up
+    >>> from persuasive.closed.rounding import div_up
     >>> from fractions import Fraction
     >>> Fraction(div_up(1.0, 3.0)) >= Fraction(1, 3), div_up(1.0, 4.0)
     (True, 0.25)
@@ -88,7 +88,7 @@ def add_up(a: float, b: float) -> float:
 
     Examples
     --------
-    >>> from persuasive.certify._rounding import add_up
+    >>> from persuasive.closed.rounding import add_up
     >>> from fractions import Fraction
     >>> Fraction(add_up(0.1, 0.2)) >= Fraction(0.1) + Fraction(0.2)
     True
@@ -105,7 +105,7 @@ def log_up(x: float) -> float:
     Examples
     --------
     >>> import math
-    >>> from persuasive.certify._rounding import log_up
+    >>> from persuasive.closed.rounding import log_up
     >>> log_up(1.0), log_up(4.0) > math.log(4.0)
     (0.0, True)
     """
@@ -120,7 +120,7 @@ def above(value: float, magnitude: float) -> float:
 
     Examples
     --------
-    >>> from persuasive.certify._rounding import above
+    >>> from persuasive.closed.rounding import above
     >>> 1.0 < above(1.0, 1.0) < 1.0 + 1e-13
     True
     """
@@ -153,7 +153,7 @@ def sum_up(terms: list[tuple[int, float]]) -> float:
 
     Examples
     --------
-    >>> from persuasive.certify._rounding import sum_up
+    >>> from persuasive.closed.rounding import sum_up
     >>> from fractions import Fraction
     >>> s = sum_up([(3, 0.1), (1, 0.2)])
     >>> Fraction(s) >= 3 * Fraction(0.1) + Fraction(0.2)

@@ -91,7 +91,7 @@ def _unreachable(kind: str, kappa: float, delta: float, why: str) -> ValidationE
 
 
 def _gaussian(k: int, kappa: float, delta: float) -> NoiseCalibration:
-    from persuasive.certify.prop6 import gaussian_kappa
+    from persuasive.closed.pdp import gaussian_kappa
 
     if delta <= 0.0:
         raise _unreachable("gaussian", kappa, delta, "its PDP tail is positive at every kappa")

@@ -23,8 +23,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
-from persuasive.certify.prop6 import finite_matrix
 from persuasive.classes import NeighbourPriors
+from persuasive.closed.pdp import finite_matrix
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.mechanisms import GaussianMechanism, Mechanism
 from persuasive.mechanisms.composed import flatten

@@ -35,8 +35,8 @@ from scipy import stats
 from scipy.special import ndtr
 
 from persuasive import _validation as v
-from persuasive.certify.prop6 import finite_pairs, loss_table
 from persuasive.classes import NeighbourPriors
+from persuasive.closed.pdp import finite_pairs, loss_table
 from persuasive.errors import ValidationError
 from persuasive.mechanisms import (
     GaussianMechanism,

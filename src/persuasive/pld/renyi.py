@@ -29,9 +29,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
-from persuasive.certify.appc import discrete_risk, gaussian_risk, geometric_risk, laplace_risk
-from persuasive.certify.prop6 import finite_matrix, finite_pairs, loss_table
 from persuasive.classes import NeighbourPriors
+from persuasive.closed.divergences import discrete_risk, gaussian_risk, geometric_risk, laplace_risk
+from persuasive.closed.pdp import finite_matrix, finite_pairs, loss_table
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.mechanisms import GaussianMechanism, GeometricMechanism, LaplaceMechanism, Mechanism
 from persuasive.pld.compose import as_parts
