@@ -15,13 +15,7 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = version("persuasive-privacy")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
 
 #: Every public name and the module that defines it. Importing ``persuasive`` imports none of
 #: them: each is loaded on first access (PEP 562), so that ``persuasive --help`` starts fast.
@@ -110,7 +104,19 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("persuasive-privacy")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read from the installed metadata on first use (slow import)
+        globals()["__version__"] = value = _version()
+        return value
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'persuasive' has no attribute {name!r}")

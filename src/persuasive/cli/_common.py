@@ -25,6 +25,7 @@ __all__ = [
     "OutOpt",
     "QuietOpt",
     "ReportOpt",
+    "check_all",
     "checked",
     "emit_json",
     "num",
@@ -33,6 +34,11 @@ __all__ = [
     "stdout",
     "stop_progress",
 ]
+
+
+def opt(flag: str, text: str, *names: str) -> Any:
+    """A typer option with its help text and no default shown (the shared form of every option)."""
+    return typer.Option(flag, *names, help=text, show_default=False)
 
 
 def domain(name: str) -> str:
@@ -82,10 +88,21 @@ FormatOpt = Annotated[
     str | None,
     typer.Option("--format", help="csv or parquet (default: as the input).", show_default=False),
 ]
-SeedOpt = Annotated[
-    int | None,
-    typer.Option("--seed", help="Random seed: an integer >= 0.", show_default=False),
+SeedOpt = Annotated[int | None, opt("--seed", "Random seed: an integer >= 0.")]
+TargetOpt = Annotated[
+    float | None,
+    opt(
+        "--target-kappa", "Calibrate: choose the parameter that meets this κ (a real number >= 0)."
+    ),
 ]
+R1Opt = Annotated[float | None, opt("--r1", "Receivers: squared prior-mean error bound r1 > 0.")]
+R2Opt = Annotated[float | None, opt("--r2", "Receivers: correlation bound r2 > 1.")]
+
+
+def check_all(**options: Any) -> dict[str, Any]:
+    """Every option value checked against its declared domain: ``check_all(r1=..., delta=...)``
+    (names as in :data:`persuasive._domains.RELEASE`; None passes through)."""
+    return {name: checked("--" + name.replace("_", "-"), value) for name, value in options.items()}
 
 
 # --------------------------------------------------------------------------------------------

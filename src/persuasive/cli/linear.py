@@ -20,9 +20,12 @@ from persuasive.cli._common import (
     JsonOpt,
     OutOpt,
     QuietOpt,
+    R1Opt,
+    R2Opt,
     ReportOpt,
     SeedOpt,
-    checked,
+    check_all,
+    opt,
 )
 from persuasive.cli.release import _finish, _folder, app
 
@@ -100,55 +103,31 @@ def _statistics_table(release: Any) -> None:
 def linear_cmd(
     data: DataArg,
     out: OutOpt,
-    value: Annotated[str, typer.Option("--value", help="The numeric column.", show_default=False)],
-    r1: Annotated[float, typer.Option("--r1", help="Receivers: statistic-error bound r1 > 0.")],
-    r2: Annotated[float, typer.Option("--r2", help="Receivers: correlation bound r2 > 1.")],
+    value: Annotated[str, opt("--value", "The numeric column.")],
+    r1: R1Opt = None,
+    r2: R2Opt = None,
     stat: Annotated[
         list[str] | None,
-        typer.Option(
-            "--stat",
-            help="NAME:KIND:WHERE, KIND mean or sum, WHERE a SQL condition (repeatable).",
-            show_default=False,
-        ),
+        opt("--stat", "NAME:KIND:WHERE, KIND mean or sum, WHERE a SQL condition (repeatable)."),
     ] = None,
     stats: Annotated[
-        Path | None,
-        typer.Option(
-            "--stats",
-            help="A TOML file of [[statistics]] tables (name, kind, where).",
-            show_default=False,
-        ),
+        Path | None, opt("--stats", "A TOML file of [[statistics]] tables (name, kind, where).")
     ] = None,
     noise_sd: Annotated[
-        float | None,
-        typer.Option(
-            "--noise-sd", help="Gaussian noise sd on every statistic (> 0).", show_default=False
-        ),
+        float | None, opt("--noise-sd", "Gaussian noise sd on every statistic (> 0).")
     ] = None,
     target_kappa: Annotated[
         float | None,
-        typer.Option(
-            "--target-kappa",
-            help="Calibrate the noise (or, with --withhold, drop statistics) to meet κ.",
-            show_default=False,
-        ),
+        opt("--target-kappa", "Calibrate the noise (or, with --withhold, drop statistics) to κ."),
     ] = None,
     withhold: Annotated[
         bool, typer.Option("--withhold", help="Withhold statistics greedily instead of noise.")
     ] = False,
     delta: Annotated[
-        float | None,
-        typer.Option(
-            "--delta", help="Failure probability (default 0; 0.05 with noise).", show_default=False
-        ),
+        float | None, opt("--delta", "Failure probability (default 0; 0.05 with noise).")
     ] = None,
     max_stat_sd: Annotated[
-        float | None,
-        typer.Option(
-            "--max-stat-sd",
-            help="Receivers: prior sd of the statistics at most V (> 0).",
-            show_default=False,
-        ),
+        float | None, opt("--max-stat-sd", "Receivers: prior sd of the statistics at most V.")
     ] = None,
     seed: SeedOpt = None,
     format_: Annotated[
@@ -171,16 +150,21 @@ def linear_cmd(
 
     folder = _folder(out, force, data, "linear")
     fmt = table_format_of(None, format_)
-    r1, r2 = checked("--r1", r1), checked("--r2", r2)
-    noise_sd, target_kappa = (
-        checked("--noise-sd", noise_sd),
-        checked("--target-kappa", target_kappa),
+    if r1 is None or r2 is None:
+        raise ValidationError(
+            "--r1 and --r2 are required: the Receivers' class (e.g. --r1 1 --r2 4)"
+        )
+    o = check_all(
+        r1=r1,
+        r2=r2,
+        noise_sd=noise_sd,
+        target_kappa=target_kappa,
+        delta=delta,
+        max_stat_sd=max_stat_sd,
+        seed=seed,
     )
-    delta, max_stat_sd, seed = (
-        checked("--delta", delta),
-        checked("--max-stat-sd", max_stat_sd),
-        checked("--seed", seed),
-    )
+    r1, r2, noise_sd, target_kappa = o["r1"], o["r2"], o["noise_sd"], o["target_kappa"]
+    delta, max_stat_sd, seed = o["delta"], o["max_stat_sd"], o["seed"]
     if noise_sd is not None and (target_kappa is not None or withhold):
         raise ValidationError(
             "--noise-sd fixes the noise; leave it out with --target-kappa or --withhold"

@@ -1,0 +1,178 @@
+"""``persuasive release mean``: the mean of a column, or one mean per group (Prop 7).
+
+Exit status 0 when the certificate claims a guarantee that holds (and meets ``--target-kappa``),
+1 otherwise, 2 bad input, 3 an internal error.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from persuasive.cli import _common as c
+from persuasive.cli._common import (
+    DataArg,
+    ForceOpt,
+    JsonOpt,
+    OutOpt,
+    QuietOpt,
+    R1Opt,
+    R2Opt,
+    ReportOpt,
+    SeedOpt,
+    TargetOpt,
+    check_all,
+    opt,
+)
+from persuasive.cli.release import _finish, _folder, app
+
+
+def _noise(text: str | None) -> tuple[str | None, float | None]:
+    """``"gaussian:S"`` / ``"laplace:B"`` -> (kind, scale); plain ``"gaussian"`` -> no scale."""
+    from persuasive.errors import ValidationError
+
+    if text is None:
+        return None, None
+    kind, sep, value = text.partition(":")
+    if kind not in ("gaussian", "laplace"):
+        raise ValidationError(
+            f"--noise must be gaussian:SIGMA or laplace:SCALE (e.g. gaussian:0.1); got {text!r}"
+        )
+    if not sep:
+        return kind, None
+    try:
+        scale = float(value)
+    except ValueError:
+        raise ValidationError(
+            f"--noise {kind}: the scale must be a number (e.g. {kind}:0.1); got {text!r}"
+        ) from None
+    from persuasive import _domains as dm
+
+    return kind, dm.check("noise_scale", scale, name=f"--noise {kind}: the scale")
+
+
+@app.command("mean")
+def mean_cmd(
+    data: DataArg,
+    out: OutOpt,
+    column: Annotated[str, opt("--column", "The numeric column.")],
+    r1: R1Opt = None,
+    r2: R2Opt = None,
+    group: Annotated[str | None, opt("--group", "One mean per value of this column.")] = None,
+    noise: Annotated[
+        str | None,
+        opt(
+            "--noise",
+            "gaussian:SIGMA (or laplace:SCALE) added to the mean; plain 'gaussian' with "
+            "--target-kappa calibrates SIGMA.",
+        ),
+    ] = None,
+    max_mean_sd: Annotated[
+        float | None, opt("--max-mean-sd", "Receivers: prior sd of the mean at most V (> 0).")
+    ] = None,
+    delta: Annotated[
+        float, typer.Option("--delta", help="Failure probability δ in [0, 1) (> 0 with noise).")
+    ] = 0.0,
+    target_kappa: TargetOpt = None,
+    seed: SeedOpt = None,
+    format_: Annotated[
+        str, typer.Option("--format", help="Format of the group means: csv or parquet.")
+    ] = "csv",
+    report: ReportOpt = False,
+    force: ForceOpt = False,
+    quiet: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Release the mean of a column (one per group with --group) and certify it (Prop 7).
+
+    With --target-kappa: the largest r1 meeting κ (leave out --r1), or with --r1 and
+    --noise gaussian the smallest noise sd. Exit 0 when the guarantee holds, 1 when it does
+    not, 2 on bad input, 3 on an internal error.
+    """
+    from persuasive.errors import ValidationError
+    from persuasive.release import means
+    from persuasive.release.pipeline import table_format_of
+
+    folder = _folder(out, force, data, "mean")
+    fmt = table_format_of(None, format_)
+    if r2 is None:
+        raise ValidationError(
+            "--r2 is required: the Receivers' correlation bound r2 > 1 (e.g. --r2 4)"
+        )
+    o = check_all(
+        r1=r1, r2=r2, delta=delta, target_kappa=target_kappa, max_mean_sd=max_mean_sd, seed=seed
+    )
+    r1, r2, delta, target_kappa = o["r1"], o["r2"], o["delta"], o["target_kappa"]
+    max_mean_sd, seed = o["max_mean_sd"], o["seed"]
+    kind, scale = _noise(noise)
+    if target_kappa is None and (r1 is None or (kind is not None and scale is None)):
+        raise ValidationError(
+            "give --r1 (and the noise scale, e.g. --noise gaussian:0.1), or --target-kappa K "
+            "to calibrate the one left out"
+        )
+    if target_kappa is not None and r1 is not None and (kind is None or scale is not None):
+        raise ValidationError(
+            "--target-kappa calibrates r1 (leave out --r1) or, with --r1, the noise sd "
+            "(--noise gaussian without a scale); got both --r1 and a fixed noise"
+        )
+    notes: list[str] = []
+    with c.progress(
+        ("read", "validate", "release", "write", "certify", "report", "verify"), quiet or json_
+    ) as step:
+        if target_kappa is not None:
+            if r1 is None:
+                noise_arg = None if kind is None else (kind, scale)
+                r1 = means.calibrate_mean(
+                    target_kappa, r2=r2, noise=noise_arg, max_mean_sd=max_mean_sd, delta=delta
+                )
+                notes.append(
+                    f"calibrated: the largest r1 with κ ≤ {target_kappa:g} is r1 = {r1:.6g}"
+                )
+            else:
+                scale = means.calibrate_mean(
+                    target_kappa, r2=r2, r1=r1, noise=kind, max_mean_sd=max_mean_sd, delta=delta
+                )
+                notes.append(
+                    f"calibrated: the smallest {kind} noise sd with κ ≤ {target_kappa:g} is "
+                    f"{scale:.6g}"
+                )
+        params: dict[str, Any] = {
+            "r1": r1,
+            "r2": r2,
+            "noise": None if kind is None else (kind, scale),
+            "max_mean_sd": max_mean_sd,
+            "delta": delta,
+            "rng": seed,
+            "target_kappa": target_kappa,
+        }
+        step("read")
+        release: Any
+        if group is None:
+            frame = means.read_values(data, column)
+            release = means.release_mean(
+                frame.get_column(column).to_numpy(), column=column, **params
+            )
+        else:
+            release = means.release_group_means(data, value=column, group=group, **params)
+        rows = [
+            ("input", str(data)),
+            ("column", column + (f", one mean per {group}" if group else "")),
+            ("Receivers", f"Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
+            ("noise", "none (exact)" if kind is None else f"{kind}, scale {c.num(scale)}"),
+        ]
+        status = _finish(
+            release,
+            folder,
+            rows,
+            fmt=fmt,
+            report=report,
+            target=target_kappa,
+            json_=json_,
+            step=step,
+            notes=notes,
+        )
+    raise typer.Exit(status)
+
+
+from persuasive.cli import linear as _linear  # noqa: E402, F401  (registers "release linear")
