@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,9 +37,12 @@ __all__ = [
     "Body",
     "Kind",
     "Publication",
+    "certified",
     "file_facts",
+    "holds_of",
     "kind_of",
     "need",
+    "not_met",
     "number",
     "one_file",
 ]
@@ -73,6 +77,36 @@ class Publication:
     def section(self) -> dict[str, Any]:
         """The certificate's ``publication`` section."""
         return {"files": [file_facts(n, p) for n, p in sorted(self.files.items())], **self.facts}
+
+
+def certified(cert: Any, statement: str, notes: list[str] | None = None) -> Body:
+    """The body of a certificate proven by :func:`persuasive.certify`: it holds when κ is
+    finite and the definition's κ (the target, or ∞) is met; ``notes`` follow the theorem's."""
+    holds = holds_of(cert)
+    return Body(
+        guarantee={
+            "holds": holds,
+            "kappa": cert.kappa,
+            "delta": cert.delta,
+            "exact": bool(cert.exact),
+            "basis": cert.basis,
+            "statement": statement,
+        },
+        notes=[*(str(n) for n in cert.notes), *(notes or [])],
+        certificate=cert,
+    )
+
+
+def holds_of(cert: Any) -> bool:
+    """Whether a :class:`persuasive.results.Certificate` claims a finite guarantee that holds."""
+    return bool(cert.holds) and math.isfinite(cert.kappa)
+
+
+def not_met(target: float | None, holds: bool) -> str:
+    """The sentence a statement ends with when its target κ is not met."""
+    if target is None or holds:
+        return ""
+    return f" This is above the target κ = {target:g}: the target is NOT met."
 
 
 def file_facts(name: str, path: Path) -> dict[str, Any]:

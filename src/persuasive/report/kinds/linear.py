@@ -46,7 +46,16 @@ import polars as pl
 from numpy.typing import NDArray
 
 from persuasive.errors import ValidationError
-from persuasive.report.kinds import Body, Publication, need, number, one_file
+from persuasive.report.kinds import (
+    Body,
+    Publication,
+    certified,
+    holds_of,
+    need,
+    not_met,
+    number,
+    one_file,
+)
 
 __all__ = ["ENCODING", "KIND", "LinearParams", "decode_members", "encode_members"]
 
@@ -221,7 +230,7 @@ class LinearKind:
         mech = pp.LinearGaussian(a, None if p.noise_sd is None else p.noise_sd**2)
         kappa = math.inf if p.target_kappa is None else p.target_kappa
         cert = pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, kappa, p.delta))
-        holds = bool(cert.holds) and math.isfinite(cert.kappa)
+        holds = holds_of(cert)
         how = "exactly" if p.noise_sd is None else f"with Gaussian noise of sd {p.noise_sd:g}"
         prob = "" if cert.delta == 0 else f" except with probability at most {cert.delta:g}"
         text = (
@@ -231,25 +240,14 @@ class LinearKind:
             f"score for any one person's value by more than {cert.kappa:.4g} nats{prob} "
             f"({cert.basis})."
         )
-        if p.target_kappa is not None and not holds:
-            text += f" This is above the target κ = {p.target_kappa:g}: the target is NOT met."
-        notes = [str(n) for n in cert.notes]
-        notes.append(
-            "The certificate states which records each statistic covers (claim.design): that is "
-            "part of the query, which the Receiver is assumed to know; the value column is not "
-            "in it."
-        )
-        return Body(
-            guarantee={
-                "holds": holds,
-                "kappa": cert.kappa,
-                "delta": cert.delta,
-                "exact": bool(cert.exact),
-                "basis": cert.basis,
-                "statement": text,
-            },
-            notes=notes,
-            certificate=cert,
+        return certified(
+            cert,
+            text + not_met(p.target_kappa, holds),
+            [
+                "The certificate states which records each statistic covers (claim.design): "
+                "that is part of the query, which the Receiver is assumed to know; the value "
+                "column is not in it."
+            ],
         )
 
     def read_publication(self, p: LinearParams, files: Mapping[str, Path]) -> Publication:

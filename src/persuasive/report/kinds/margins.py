@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from persuasive.errors import PersuasiveError, ValidationError
-from persuasive.report.kinds import Body, Publication, names, need, number, one_file
+from persuasive.report.kinds import Body, Publication, names, need, not_met, number, one_file
 
 __all__ = ["KIND", "MarginsParams"]
 
@@ -173,8 +173,7 @@ class MarginsKind:
                 + (f"; {n_disc} suppressed cell(s) are disclosed by the margins" if n_disc else "")
                 + "."
             )
-            if not within:
-                text += f" This is above the target κ = {p.target_kappa:g}: the target is NOT met."
+            text += not_met(p.target_kappa, within)
         return Body(
             guarantee={
                 "holds": holds,

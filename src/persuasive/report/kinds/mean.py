@@ -28,7 +28,16 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from persuasive.report.kinds import Body, Publication, need, number, one_file
+from persuasive.report.kinds import (
+    Body,
+    Publication,
+    certified,
+    holds_of,
+    need,
+    not_met,
+    number,
+    one_file,
+)
 
 __all__ = ["KIND", "MeanParams", "mean_sentence"]
 
@@ -70,9 +79,7 @@ def mean_sentence(p: MeanParams, kappa: float, delta: float, basis: str, holds: 
         f"cannot improve its Dawid-Sebastiani score for any one person's value by more than "
         f"{kappa:.4g} nats{prob} ({basis})."
     )
-    if p.target_kappa is not None and not holds:
-        text += f" This is above the target κ = {p.target_kappa:g}: the target is NOT met."
-    return text
+    return text + not_met(p.target_kappa, holds)
 
 
 class MeanKind:
@@ -148,8 +155,8 @@ class MeanKind:
             mech = Chain(ExactMean(), GaussianMechanism(p.noise_sd))
         kappa = math.inf if p.target_kappa is None else p.target_kappa
         cert = certify(mech, PersuasivePrivacy(MarginalDSS(), cls, kappa, p.delta))
-        holds = bool(cert.holds) and math.isfinite(cert.kappa)
-        notes = [str(n) for n in cert.notes]
+        holds = holds_of(cert)
+        notes = []
         if p.group is not None:
             notes.append(
                 "Group means are certified group by group: a Receiver whose prior treats the "
@@ -157,18 +164,8 @@ class MeanKind:
                 "(parallel composition, docs/release_means.md); a prior correlating the groups "
                 "is not covered. Group sizes are counts and are not published."
             )
-        return Body(
-            guarantee={
-                "holds": holds,
-                "kappa": cert.kappa,
-                "delta": cert.delta,
-                "exact": bool(cert.exact),
-                "basis": cert.basis,
-                "statement": mean_sentence(p, cert.kappa, cert.delta, cert.basis, holds),
-            },
-            notes=notes,
-            certificate=cert,
-        )
+        statement = mean_sentence(p, cert.kappa, cert.delta, cert.basis, holds)
+        return certified(cert, statement, notes)
 
     def read_publication(self, p: MeanParams, files: Mapping[str, Path]) -> Publication:
         name, path = one_file(files, "released")

@@ -30,7 +30,17 @@ import polars as pl
 
 from persuasive.errors import ValidationError
 from persuasive.files.reading import ROW
-from persuasive.report.kinds import Body, Publication, names, need, number, one_file
+from persuasive.report.kinds import (
+    Body,
+    Publication,
+    certified,
+    holds_of,
+    names,
+    need,
+    not_met,
+    number,
+    one_file,
+)
 
 __all__ = ["KIND", "TableParams", "sentence"]
 
@@ -70,9 +80,7 @@ def sentence(alpha: float, h: int, kappa: float, holds: bool, target: float | No
         f"its log-score on any small cell by more than {kappa:.4g} nats (a small count is one "
         f"below {h})."
     )
-    if target is not None and not holds:
-        text += f" This is above the target κ = {target:g}: the target is NOT met."
-    return text
+    return text + not_met(target, holds)
 
 
 class TableKind:
@@ -145,19 +153,8 @@ class TableKind:
             SmallCellLogScore(r=p.r), SmallCellClass(p.h, alpha), kappa, 0.0
         )
         cert = certify(CellSuppression(p.h), definition)
-        holds = bool(cert.holds) and math.isfinite(cert.kappa)
-        return Body(
-            guarantee={
-                "holds": holds,
-                "kappa": cert.kappa,
-                "delta": cert.delta,
-                "exact": bool(cert.exact),
-                "basis": cert.basis,
-                "statement": sentence(alpha, p.h, cert.kappa, holds, p.target_kappa),
-            },
-            notes=[str(n) for n in cert.notes],
-            certificate=cert,
-        )
+        holds = holds_of(cert)
+        return certified(cert, sentence(alpha, p.h, cert.kappa, holds, p.target_kappa))
 
     def read_publication(self, p: TableParams, files: Mapping[str, Path]) -> Publication:
         from persuasive.files.reading import ROW, count_checks, count_expr, scan
