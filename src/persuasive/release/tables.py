@@ -334,7 +334,7 @@ def _increasing(cols: list[pl.Series]) -> bool:
     head = min(pairs, _BLOCK)
     if not above(0, head):
         return False
-    return all(_split(lambda a, b: above(head + a, b - a), pairs - head))
+    return head == pairs or all(_split(lambda a, b: above(head + a, b - a), pairs - head))
 
 
 def _no_negative(c: pl.Series) -> bool:
