@@ -27,7 +27,7 @@ from persuasive.cli._common import (
     check_all,
     opt,
 )
-from persuasive.cli.release import _finish, _folder, app
+from persuasive.cli.release import Output, app
 
 
 def parse_statistic(text: str) -> Any:
@@ -148,8 +148,7 @@ def linear_cmd(
     from persuasive.release.linear import release_linear
     from persuasive.release.pipeline import table_format_of
 
-    folder = _folder(out, force, data, "linear")
-    fmt = table_format_of(None, format_)
+    output = Output.of(out, force, data, "linear", table_format_of(None, format_), report, json_)
     if r1 is None or r2 is None:
         raise ValidationError(
             "--r1 and --r2 are required: the Receivers' class (e.g. --r1 1 --r2 4)"
@@ -236,17 +235,13 @@ def linear_cmd(
                 else f"gaussian, sd {c.num(release.noise_sd)}",
             ),
         ]
-        status = _finish(
+        status = output.finish(
             release,
-            folder,
             rows,
-            fmt=fmt,
-            report=report,
-            target=target_kappa,
-            json_=json_,
-            step=step,
-            notes=notes,
-            extra={
+            step,
+            notes,
+            target_kappa,
+            {
                 "withheld": [s.name for s in release.withheld],
                 "refused": False,
                 "noise_sd": release.noise_sd,

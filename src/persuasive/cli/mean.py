@@ -25,7 +25,7 @@ from persuasive.cli._common import (
     check_all,
     opt,
 )
-from persuasive.cli.release import _finish, _folder, app
+from persuasive.cli.release import Output, app
 
 
 def _noise(text: str | None) -> tuple[str | None, float | None]:
@@ -94,8 +94,7 @@ def mean_cmd(
     from persuasive.release import means
     from persuasive.release.pipeline import table_format_of
 
-    folder = _folder(out, force, data, "mean")
-    fmt = table_format_of(None, format_)
+    output = Output.of(out, force, data, "mean", table_format_of(None, format_), report, json_)
     if r2 is None:
         raise ValidationError(
             "--r2 is required: the Receivers' correlation bound r2 > 1 (e.g. --r2 4)"
@@ -161,17 +160,7 @@ def mean_cmd(
             ("Receivers", f"Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
             ("noise", "none (exact)" if kind is None else f"{kind}, scale {c.num(scale)}"),
         ]
-        status = _finish(
-            release,
-            folder,
-            rows,
-            fmt=fmt,
-            report=report,
-            target=target_kappa,
-            json_=json_,
-            step=step,
-            notes=notes,
-        )
+        status = output.finish(release, rows, step, notes, target_kappa)
     raise typer.Exit(status)
 
 

@@ -12,6 +12,7 @@ certificate claims a guarantee that holds (and meets ``--target-kappa``), 1 othe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -40,59 +41,68 @@ app = typer.Typer(
 )
 
 
-def _folder(out: str, force: bool, data: Path, kind: str) -> Any:
-    from persuasive.files.output import OutputFolder
+@dataclass(frozen=True)
+class Output:
+    """Where and how a release command writes: its folder (checked before any work), the table
+    format, the report, the target κ, JSON or a table on standard output."""
 
-    folder = OutputFolder(out, force=force, inputs=[data], kind=kind)
-    folder.check()
-    return folder
+    folder: Any
+    fmt: str
+    report: bool
+    json_: bool
 
+    @classmethod
+    def of(
+        cls, out: str, force: bool, data: Path, kind: str, fmt: str, report: bool, json_: bool
+    ) -> Output:
+        from persuasive.files.output import OutputFolder
 
-def _finish(
-    release: Any,
-    folder: Any,
-    rows: list[tuple[str, str]],
-    *,
-    fmt: str,
-    report: bool,
-    target: float | None,
-    json_: bool,
-    step: Any,
-    notes: list[str],
-    extra: Any = None,
-) -> int:
-    from persuasive.release.pipeline import exit_status, publish
+        folder = OutputFolder(out, force=force, inputs=[data], kind=kind)
+        folder.check()
+        return cls(folder, fmt, report, json_)
 
-    outcome = publish(
-        release,
-        folder,
-        table_format=fmt,
-        report=report,
-        target_kappa=target,
-        on_step=step,
-        notes=notes,
-    )
-    status = exit_status(outcome)
-    if json_:
-        c.emit_json({**outcome.to_dict(), **(extra or {})})
+    def finish(
+        self,
+        release: Any,
+        rows: list[tuple[str, str]],
+        step: Any,
+        notes: list[str],
+        target: float | None,
+        extra: Any = None,
+    ) -> int:
+        """Publish the release, print what was written, return the exit status."""
+        from persuasive.release.pipeline import exit_status, publish
+
+        outcome = publish(
+            release,
+            self.folder,
+            table_format=self.fmt,
+            report=self.report,
+            target_kappa=target,
+            on_step=step,
+            notes=notes,
+        )
+        status = exit_status(outcome)
+        if self.json_:
+            c.emit_json({**outcome.to_dict(), **(extra or {})})
+            return status
+        g = outcome.document["guarantee"]
+        for note in notes:
+            c.stdout().print(note, markup=False)
+        c.print_pairs(
+            [
+                *rows,
+                ("certified κ", c.num(g["kappa"])),
+                ("at δ", c.num(g["delta"])),
+                ("basis", str(g["basis"])),
+                ("exact", "yes" if g["exact"] else "no (upper bound)"),
+                *[(role, str(p)) for role, p in outcome.files.items()],
+                ("verdict", "holds" if status == 0 else "does NOT hold"),
+            ],
+            "Release",
+        )
+        c.stdout().print(outcome.statement, markup=False)
         return status
-    g = outcome.document["guarantee"]
-    for note in notes:
-        c.stdout().print(note, markup=False)
-    c.print_pairs(
-        [
-            *rows,
-            ("certified κ", c.num(g["kappa"])),
-            ("at δ", c.num(g["delta"])),
-            ("basis", str(g["basis"])),
-            ("exact", "yes" if g["exact"] else "no (upper bound)"),
-            *[(role, str(p)) for role, p in outcome.files.items()],
-            ("verdict", "holds" if status == 0 else "does NOT hold"),
-        ],
-        "Release",
-    )
-    c.stdout().print(outcome.statement, markup=False)
-    return status
 
 
 # --------------------------------------------------------------------------------------------
@@ -152,9 +162,9 @@ def table_cmd(
     from persuasive.errors import ValidationError
     from persuasive.release.pipeline import table_format_of
 
-    folder = _folder(out, force, data, "margins" if margins else "table")
     ks = c.key_list(keys)
-    fmt = table_format_of(data, format_)
+    kind = "margins" if margins else "table"
+    output = Output.of(out, force, data, kind, table_format_of(data, format_), report, json_)
     h, r, target_kappa = (
         checked("--h", h),
         checked("--r", r),
@@ -167,7 +177,7 @@ def table_cmd(
         raise typer.Exit(
             run_margins(
                 data,
-                folder,
+                output.folder,
                 keys=ks,
                 count=count,
                 h=h,
@@ -177,7 +187,7 @@ def table_cmd(
                 objective=objective,
                 bound=bound,
                 target_kappa=target_kappa,
-                fmt=fmt,
+                fmt=output.fmt,
                 report=report,
                 quiet=quiet,
                 json_=json_,
@@ -208,18 +218,7 @@ def table_cmd(
             ("threshold h", f"{h}" + (" (calibrated)" if target_kappa is not None else "")),
             ("cells", f"{s['n_cells']} ({s['n_suppressed']} suppressed)"),
         ]
-        status = _finish(
-            release,
-            folder,
-            rows,
-            fmt=fmt,
-            report=report,
-            target=target_kappa,
-            json_=json_,
-            step=step,
-            notes=notes,
-            extra={"summary": s},
-        )
+        status = output.finish(release, rows, step, notes, target_kappa, {"summary": s})
     raise typer.Exit(status)
 
 
