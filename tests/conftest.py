@@ -11,3 +11,13 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    """Print how many random instances the soundness sweep checked (audit <= certificate)."""
+    import sys
+
+    module = sys.modules.get("test_soundness_sweep")
+    line = module.soundness_summary_line() if module is not None else None
+    if line:
+        terminalreporter.write_line(line)
