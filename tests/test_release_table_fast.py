@@ -1,12 +1,13 @@
 """The in-memory fast path of ``release_table`` gives what the generic polars path gives.
 
-A polars DataFrame whose count column is of an integer type is validated by numpy passes over
-its buffers and published zero-copy (:func:`persuasive.release.tables._fast_cells`); the same
-frame given as a LazyFrame takes the generic path (one polars query, first failing row of each
-check). On random frames — nulls, negatives, counts above 2^63 - 1, duplicates in sorted and
-shuffled order, compact / offset / sparse integer keys of every width, String keys, two-column
-keys, frames in several chunks — both must publish identical frames or raise identical errors,
-also with tiny blocks that split every pass across the worker threads.
+A polars DataFrame whose count column is of an integer type is validated by numpy and polars
+passes over its buffers (:func:`persuasive.release.tables._fast_cells`); the same frame given as
+a LazyFrame takes the generic path (one polars query, first failing row of each check). On
+random frames — nulls, negatives, counts above 2^63 - 1, duplicates in sorted and shuffled
+order, compact / offset / sparse integer keys of every width, String keys, two-column keys,
+frames in several chunks — both must publish identical frames (and cells, losses, summaries) or
+raise identical errors: with the default settings, with tiny blocks that split every pass
+across the worker threads, and as on one CPU (no worker threads: bit-sum key tables).
 """
 
 from __future__ import annotations
