@@ -19,6 +19,7 @@ is in the family *or* puts at least α(h) below h. Every model is data-independe
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,18 @@ R_MIN: int = dm.R_MIN
 
 def _threshold(h: Any) -> int:
     return int(dm.THRESHOLD.check("h", h))
+
+
+@functools.lru_cache(maxsize=1024)
+def _poisson_alpha(h: int, mean: float) -> float:
+    """P(X < h) under Poisson(mean), shrunk by ALPHA_RTOL (memoised: a release asks twice)."""
+    return float(stats.poisson.cdf(h - 1, mean)) * (1.0 - ALPHA_RTOL)
+
+
+@functools.lru_cache(maxsize=1024)
+def _nbinom_alpha(h: int, size: float, p: float) -> float:
+    """P(X < h) under NegativeBinomial(size, p), shrunk by ALPHA_RTOL (memoised)."""
+    return float(stats.nbinom.cdf(h - 1, size, p)) * (1.0 - ALPHA_RTOL)
 
 
 def kappa_of(alpha: float) -> float:
@@ -193,7 +206,7 @@ class PoissonReceiver(Receiver):
         object.__setattr__(self, "mean_max", hi)
 
     def alpha(self, h: int) -> float:
-        return float(stats.poisson.cdf(_threshold(h) - 1, self.mean_max)) * (1.0 - ALPHA_RTOL)
+        return _poisson_alpha(_threshold(h), self.mean_max)
 
     def worst_prior(self, h: int) -> Any:
         _threshold(h)
@@ -251,8 +264,7 @@ class NegativeBinomialReceiver(Receiver):
         return self.size / (self.size + self.mean_max)
 
     def alpha(self, h: int) -> float:
-        k = _threshold(h) - 1
-        return float(stats.nbinom.cdf(k, self.size, self._p())) * (1.0 - ALPHA_RTOL)
+        return _nbinom_alpha(_threshold(h), self.size, self._p())
 
     def worst_prior(self, h: int) -> Any:
         _threshold(h)

@@ -16,8 +16,9 @@ every check and whether the keys are sorted (then they are unique). An in-memory
 integer count column is checked on its buffers instead (null counts from the Arrow metadata, a
 min, one comparison pass), and goes through the query only to name a failing row. Unsorted keys
 are checked for duplicates by marking a table over a compact integer key range, else by sorting
-or hashing. The published count column is the cells' own count buffer under validity bits from
-one comparison (no copy). Per-cell losses are computed only when a report asks for them.
+or hashing. The published count column is built in one pass: a suppressed count is 0 under a
+null bit, so no true small count is left behind the published column in memory (a raw Arrow
+export would show it). Per-cell losses are computed only when a report asks for them.
 The certificate depends only on (h, r, the Receiver model, the column names, the target κ),
 never on the data (Assumption 1); its publication section binds the published file.
 """
@@ -344,24 +345,35 @@ def _no_negative(c: pl.Series) -> bool:
     return all(_split(lambda a, b: bool(v[a:b].min() >= 0), v.size))
 
 
-def _no_negative_and_at_least(c: pl.Series, h: int) -> tuple[bool, pa.Buffer | None]:
-    """:func:`_no_negative` and, when it holds, :func:`_at_least` in one read of the counts
-    (block by block, each block's min and comparison in cache) for a single-chunk Int64 column
-    of at least :data:`_PARALLEL_ROWS` rows; below, or otherwise, the two passes."""
+#: The published count column made in the checks' own pass: (validity bits of ``count >= h``,
+#: the counts with every suppressed entry set to 0).
+Suppressed = tuple[pa.Buffer, NDArray[np.int64]]
+
+
+def _no_negative_and_at_least(c: pl.Series, h: int) -> tuple[bool, Suppressed | None]:
+    """:func:`_no_negative` and, when it holds, the published column (the bits of
+    ``count >= h`` and the counts zeroed below h) in one read of the counts (block by block,
+    each block's min, comparison and product in cache) for a single-chunk Int64 column of at
+    least :data:`_PARALLEL_ROWS` rows; below, or otherwise, the separate passes."""
     if c.dtype != pl.Int64 or c.n_chunks() > 1 or c.len() < _PARALLEL_ROWS:
         return (True, None) if _no_negative(c) else (False, None)
     v = c.to_numpy()
     valid = np.empty(-(-v.size // 8), dtype=np.uint8)
+    zeroed = np.empty_like(v)
 
     def part(start: int, stop: int) -> bool:
         for i in range(start, stop, _BLOCK):
             block = v[i : min(i + _BLOCK, stop)]
             if block.min() < 0:
                 return False
-            valid[i // 8 : (i + block.size + 7) // 8] = np.packbits(block >= h, bitorder="little")
+            keep = block >= h
+            np.multiply(block, keep, out=zeroed[i : i + block.size])
+            valid[i // 8 : (i + block.size + 7) // 8] = np.packbits(keep, bitorder="little")
         return True
 
-    return (True, pa.py_buffer(valid)) if all(_split(part, v.size)) else (False, None)
+    if not all(_split(part, v.size)):
+        return False, None
+    return True, (pa.py_buffer(valid), zeroed)
 
 
 def _at_least(c: pl.Series, h: int) -> pa.Buffer | None:
@@ -382,12 +394,12 @@ def _at_least(c: pl.Series, h: int) -> pa.Buffer | None:
 
 def _fast_cells(
     source: pl.DataFrame, keys: tuple[str, ...], count: str, h: int | None = None
-) -> tuple[pl.DataFrame, pa.Buffer | None] | None:
+) -> tuple[pl.DataFrame, Suppressed | None] | None:
     """The cells of an in-memory frame with an integer count column, validated on the column
     buffers: nulls from the Arrow metadata, negatives by a min, sortedness by one comparison
     pass, uniqueness of unsorted keys by :func:`_check_unique`. None when a check fails or the
     frame is not of this kind: then the generic path decides and names the first failing row.
-    With ``h``, the validity bits of the published counts when the negatives check gave them
+    With ``h``, the published count column when the negatives check made it
     (:func:`_no_negative_and_at_least`)."""
     n = source.height
     cols = [source.get_column(k) for k in keys]
@@ -423,7 +435,7 @@ def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFram
 
 def _read_cells(
     source: Source, keys: tuple[str, ...], count: str, h: int | None
-) -> tuple[pl.DataFrame, pa.Buffer | None]:
+) -> tuple[pl.DataFrame, Suppressed | None]:
     """:func:`read_cells`, and the validity bits of the published counts if they came with
     the checks (with ``h``; see :func:`_fast_cells`)."""
     names = rd.header(source)
@@ -451,20 +463,29 @@ def _read_cells(
 
 
 def _published(
-    cells: pl.DataFrame, keys: tuple[str, ...], count: str, h: int, valid: pa.Buffer | None = None
+    cells: pl.DataFrame, keys: tuple[str, ...], count: str, h: int, made: Suppressed | None = None
 ) -> pl.DataFrame:
-    """The keys as read and the count, null where below h: the bits of one comparison pass
-    (``valid``, when the checks gave them) become the validity of the cells' own count buffer
-    (no copy of the counts)."""
-    c = cells.get_column(count)
-    if c.n_chunks() == 1 and not c.null_count():
-        if valid is None:
-            valid = _at_least(c, h)
-        if valid is not None:
-            arr = pa.Array.from_buffers(pa.int64(), c.len(), [valid, pa.py_buffer(c.to_numpy())])
-            return pl.DataFrame([*(cells.get_column(k) for k in keys), pl.Series(count, arr)])
-    col = pl.col(count)
-    return cells.select(*keys, pl.when(col < h).then(None).otherwise(col).alias(count))
+    """The keys as read and the count, null where below h.
+
+    The count column is a new buffer in which every suppressed entry is 0 under a null bit:
+    nothing of a true small count is left in memory behind the published column (polars'
+    ``when(...).then(None)`` keeps the old values under the null bits, and a raw Arrow export
+    writes them). ``made`` is that column when the checks' own pass made it."""
+    if made is None:
+        col = pl.col(count)
+        keep = col >= h
+        frame = cells.select(
+            pl.when(keep).then(col).otherwise(0).alias(count), keep.alias("__keep__")
+        ).rechunk()
+        zeroed = frame.get_column(count).to_numpy()
+        bits = frame.get_column("__keep__").to_arrow()
+        if bits.offset == 0 and not bits.null_count:
+            made = (bits.buffers()[1], zeroed)
+        else:  # pragma: no cover - not the layout of a new boolean column
+            made = (pa.py_buffer(np.packbits(zeroed >= h, bitorder="little")), zeroed)
+    valid, zeroed = made
+    arr = pa.Array.from_buffers(pa.int64(), len(zeroed), [valid, pa.py_buffer(zeroed)])
+    return pl.DataFrame([*(cells.get_column(k) for k in keys), pl.Series(count, arr)])
 
 
 @dataclass(frozen=True, eq=False)
@@ -675,7 +696,7 @@ def release_table(
         )
     params = TableParams(h_, r_, receiver, ks, cnt, target_kappa)
     body = TABLE_KIND.certify(params)
-    cells, valid = _read_cells(source, ks, cnt, h_)
-    published = _published(cells, ks, cnt, h_, valid)
+    cells, made = _read_cells(source, ks, cnt, h_)
+    published = _published(cells, ks, cnt, h_, made)
     cert = body.certificate
     return TableRelease(published, cert, params, cells, r_explicit=r is not None)
