@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -57,17 +56,15 @@ def test_output_folder_leaves_nothing_on_error(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, float]:
+def demo_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     out = tmp_path_factory.mktemp("demo") / "persuasive-demo"
-    start = time.perf_counter()
     result = runner.invoke(app, ["demo", str(out), "--quiet"])
-    return out, result, time.perf_counter() - start
+    return out, result
 
 
-def test_demo_runs(demo_dir: tuple[Path, Any, float]) -> None:
-    out, result, seconds = demo_dir
+def test_demo_runs(demo_dir: tuple[Path, Any]) -> None:
+    out, result = demo_dir
     assert result.exit_code == 0, result.output
-    assert seconds < 20.0
     for name in ("cancer_table", "affairs_mean", "affairs_by_religious"):
         assert (out / name / "certificate.json").is_file()
         assert (out / name / "report" / "report.html").is_file()
@@ -86,7 +83,7 @@ def test_demo_runs(demo_dir: tuple[Path, Any, float]) -> None:
     assert "nats" in result.stdout
 
 
-def test_demo_table_matches_closed_form(demo_dir: tuple[Path, Any, float]) -> None:
+def test_demo_table_matches_closed_form(demo_dir: tuple[Path, Any]) -> None:
     out = demo_dir[0]
     doc = json.loads((out / "cancer_table" / "certificate.json").read_text())
     size, mean_max = CANCER_SIZE, CANCER_MEAN[1]
@@ -104,7 +101,7 @@ def test_demo_table_matches_closed_form(demo_dir: tuple[Path, Any, float]) -> No
     assert doc["publication"]["suppressed"] == int(small.sum())
 
 
-def test_demo_means_match(demo_dir: tuple[Path, Any, float]) -> None:
+def test_demo_means_match(demo_dir: tuple[Path, Any]) -> None:
     out = demo_dir[0]
     r1, r2 = FAIR_R
     doc = json.loads((out / "affairs_mean" / "certificate.json").read_text())
@@ -113,7 +110,7 @@ def test_demo_means_match(demo_dir: tuple[Path, Any, float]) -> None:
     assert mean == pytest.approx(float(np.mean(load_fair()["affairs"].to_numpy())))
 
 
-def test_demo_certificates_verify(demo_dir: tuple[Path, Any, float]) -> None:
+def test_demo_certificates_verify(demo_dir: tuple[Path, Any]) -> None:
     certs = sorted(demo_dir[0].glob("*/certificate.json"))
     assert len(certs) == 3
     for cert in certs:
