@@ -1,4 +1,4 @@
-r"""The custodian's report of a table released with margins (``release.kind == "margins"``).
+r"""The custodian's report of a table released with margins.
 
 Sections: the guarantee in one sentence; what was released; the per-cell table of the
 suppressed cells (exact κ at the true table, the publication bound, disclosed, the attacker's
