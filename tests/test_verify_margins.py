@@ -254,7 +254,12 @@ def test_cli_verify_exit_codes(released: Path) -> None:
     res = runner.invoke(app, ["verify", str(bad), "--published", str(released), "--json"])
     assert res.exit_code == 1
     assert any(m.startswith("guarantee.kappa:") for m in json.loads(res.output)["mismatches"])
-    res = runner.invoke(app, ["verify", str(released / "certificate.json")])
+    # in its release folder the publication beside the certificate is checked by default
+    here = runner.invoke(app, ["verify", str(released / "certificate.json")])
+    assert here.exit_code == 0 and "the publication matches" in here.output, here.output
+    alone = released.parent / "alone.json"
+    alone.write_bytes((released / "certificate.json").read_bytes())
+    res = runner.invoke(app, ["verify", str(alone)])
     assert res.exit_code == 2 and "--published" in res.output
 
 

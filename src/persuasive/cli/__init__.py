@@ -27,9 +27,11 @@ app = typer.Typer(
     cls=PersuasiveGroup,
     help=(
         "Certify and audit Persuasive Privacy guarantees (Bon et al. 2026) from TOML specs; "
-        "release tables and means with a certificate anyone can verify.\n\n"
-        "Exit status: 0 holds / verified; 1 does not hold / tampered / violation found; "
-        "2 bad input or usage (one 'error:' line); 3 internal error (traceback with --debug)."
+        "release count tables, means and linear statistics with a certificate anyone can "
+        "verify.\n\n"
+        "Exit status: 0 holds / verified; 1 does not hold, refused, tampered, claims no "
+        "guarantee, or a violation found; 2 bad input or usage (one 'error:' line); 3 internal "
+        "error (one line; the traceback with --debug); 128 + the signal when interrupted."
     ),
     no_args_is_help=True,
     add_completion=False,

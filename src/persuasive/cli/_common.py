@@ -36,9 +36,9 @@ __all__ = [
 ]
 
 
-def opt(flag: str, text: str, *names: str) -> Any:
+def opt(flag: str, text: str, *names: str, metavar: str | None = None) -> Any:
     """A typer option with its help text and no default shown (the shared form of every option)."""
-    return typer.Option(flag, *names, help=text, show_default=False)
+    return typer.Option(flag, *names, help=text, show_default=False, metavar=metavar)
 
 
 def domain(name: str) -> str:

@@ -20,7 +20,6 @@ from persuasive.cli._common import (
     JsonOpt,
     OutOpt,
     QuietOpt,
-    R1Opt,
     R2Opt,
     ReportOpt,
     SeedOpt,
@@ -104,11 +103,22 @@ def linear_cmd(
     data: DataArg,
     out: OutOpt,
     value: Annotated[str, opt("--value", "The numeric column.")],
-    r1: R1Opt = None,
+    r1: Annotated[
+        float | None,
+        opt(
+            "--r1",
+            "Receivers: squared error bound of the prior mean of each "
+            "statistic, in prior sds (r1 > 0).",
+        ),
+    ] = None,
     r2: R2Opt = None,
     stat: Annotated[
         list[str] | None,
-        opt("--stat", "NAME:KIND:WHERE, KIND mean or sum, WHERE a SQL condition (repeatable)."),
+        opt(
+            "--stat",
+            "NAME:KIND:WHERE, KIND mean or sum, WHERE a SQL condition (repeatable).",
+            metavar="NAME:KIND:WHERE",
+        ),
     ] = None,
     stats: Annotated[
         Path | None, opt("--stats", "A TOML file of [[statistics]] tables (name, kind, where).")
@@ -141,7 +151,8 @@ def linear_cmd(
     """Release linear statistics (means and sums over subsets) of a column, or refuse.
 
     Names every individual the statistics expose and the combination that reveals them.
-    Exit 0 when the guarantee holds, 1 when the release is not private, 2 on bad input.
+    Exit 0 when the guarantee holds, 1 when the release is not private (someone exposed: nothing
+    written; or κ above the target), 2 on bad input, 3 on an internal error.
     """
     from persuasive.errors import ValidationError
     from persuasive.files import reading as rd

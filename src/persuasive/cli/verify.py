@@ -29,26 +29,32 @@ def verify_cmd(
         typer.Option(
             "--published",
             help="The release folder (or its published files): also recompute the publication "
-            "section and check the published files. Needed for a table with margins.",
+            "section and check the published files (default: the certificate's own folder, "
+            "when it holds them). Needed for a table with margins.",
+            metavar="DIR_OR_FILE",
             show_default=False,
         ),
     ] = None,
 ) -> None:
     """Recompute a certificate and compare every field; exit 0 only if it is consistent and
-    claims a guarantee that holds, 1 if not, 2 if it is not a persuasive certificate."""
-    from persuasive.report.verify import verify_certificate
+    claims a guarantee that holds, 1 if not (a field differs, or it claims no guarantee), 2 if
+    it is not a readable persuasive certificate or the publication cannot be found."""
+    from persuasive.report.verify import publication_beside, verify_certificate
 
-    result = verify_certificate(certificate, published=published or None)
+    given = published or None
+    if given is None:  # in a release folder: check the published files beside it too
+        beside = publication_beside(certificate)
+        given = None if beside is None else [beside]
+    result = verify_certificate(certificate, published=given)
     if json_:
         c.emit_json({"certificate": str(certificate), **result.to_dict()})
-    elif result.ok:
-        c.stdout().print(result.explain(), markup=False)
+    elif result.ok:  # plain lines, never wrapped: one line per finding, for scripts too
+        typer.echo(result.explain())
     else:
-        console = c.stdout()
-        console.print(f"NOT verified: {certificate}", markup=False)
+        typer.echo(f"NOT verified: {certificate}")
         if not result.consistent:
             for m in result.mismatches:
-                console.print(f"mismatch: {m}", markup=False)
+                typer.echo(f"mismatch: {m}")
         else:
-            console.print(f"the certificate claims no guarantee: {result.statement}", markup=False)
+            typer.echo(f"the certificate claims no guarantee: {result.statement}")
     raise typer.Exit(0 if result.ok else 1)

@@ -276,9 +276,10 @@ class OutputFolder:
             )
         for inp in self.inputs:
             if _is_within(inp.resolve(), real):
+                what = "is the input" if inp.resolve() == real else f"holds the input '{inp}'"
                 raise ValidationError(
-                    f"{name} '{dest}' holds the input '{inp}'; a release replaces its "
-                    "destination, so choose a folder that does not contain its input"
+                    f"{name} '{dest}' {what}; a release replaces its destination, so choose a "
+                    "new folder that does not contain its input"
                 )
         if dest.exists() and not dest.is_dir():
             raise ValidationError(

@@ -125,12 +125,19 @@ class SuppressionPlan:
         """One sentence for a human."""
         what = "cells" if self.objective == "count" else "total count"
         n_unc = self.uncertified_cells.size
-        status = "certified by the exact audit" if self.certified else "NOT certified"
-        status += f" ({n_unc} cells in components too large for the exact DP)" if n_unc else ""
-        return (
+        head = (
             f"{self.n_secondary} secondary suppressions beside {self.n_primary} primary "
-            f"({what} {self.objective_value:g}, proven lower bound {self.lower_bound:g}); every "
-            f"suppressed cell's {self.bound} bound <= kappa = {self.kappa:g}: {status}"
+            f"({what} {self.objective_value:g}, proven lower bound {self.lower_bound:g}); "
+        )
+        if self.certified:
+            return (
+                head + f"every suppressed cell's {self.bound} bound <= kappa = {self.kappa:g}, "
+                "certified by the exact audit"
+            )
+        why = f" ({n_unc} cells in components too large for the exact DP)" if n_unc else ""
+        return (
+            head + f"NOT certified: not every suppressed cell's {self.bound} bound is shown to be "
+            f"<= kappa = {self.kappa:g}{why}"
         )
 
     def to_dict(self) -> dict[str, Any]:

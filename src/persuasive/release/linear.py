@@ -253,7 +253,11 @@ def release_linear(
         w = greedy_withhold(a, sys.float_info.max, mean=mean, cov=cov, r1=r1)
         keep = sorted(int(j) for j in w.kept)
         dropped = [names[int(j)] for j in w.dropped]
-        calibrated = f"withheld {', '.join(dropped) or 'nothing'} (greedy, in that order)"
+        calibrated = (
+            f"withheld {', '.join(dropped)} (greedy, in that order)"
+            if dropped
+            else "nothing had to be withheld"
+        )
     elif target_kappa is not None and not exposed and exact_kappa > target_kappa:
         from persuasive.linear import calibrate_noise
 

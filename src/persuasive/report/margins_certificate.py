@@ -135,7 +135,10 @@ def _ints(frame: pl.DataFrame, col: str) -> pl.Series:
         v = pl.col(col)
         parsed = frame.select(pl.when(v % 1 == 0).then(v.cast(pl.Int64, strict=False))).to_series()
     else:
-        parsed = s.cast(pl.String).str.strip_chars().cast(pl.Int64, strict=False)
+        t = pl.col(col).cast(pl.String)  # whole numbers written with digits only, as any count
+        parsed = frame.select(
+            pl.when(t.str.contains(r"^[0-9]+$")).then(t.str.to_integer(strict=False))
+        ).to_series()
     bad = ((parsed.is_null() & s.is_not_null()) | (parsed < 0).fill_null(False)).arg_true()
     if bad.len():
         i = int(bad[0])
@@ -280,6 +283,14 @@ def publication_table(pub: Publication, h: int, margins: Sequence[str]) -> tuple
     if clash.size:
         raise _fail(f"row {int(clash[0])}: the count must be empty exactly where {STATUS} is set")
     x[flat] = frame[pub.count].fill_null(0).to_numpy()
+    low = np.flatnonzero(~sup[flat] & (x[flat] < h))
+    if low.size:
+        row = frame.row(int(low[0]), named=True)
+        cell = ", ".join(f"{k}={row[k]!r}" for k in pub.keys)
+        raise _fail(
+            f"cell ({cell}) shows {row[pub.count]}, below h = {h}: a count below h must be "
+            "suppressed (a suppressed cell filled back in?)"
+        )
     dims = tuple(pub.keys)
     marg = parse_margins(list(margins), dims)
     kw: dict[str, Any] = {"h": h, "margins": marg, "dims": dims}

@@ -28,7 +28,13 @@ from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report import certificate as cd
 from persuasive.report.kinds import Publication, kind_of, leaves
 
-__all__ = ["Verification", "locate_publication", "recompute", "verify_certificate"]
+__all__ = [
+    "Verification",
+    "locate_publication",
+    "publication_beside",
+    "recompute",
+    "verify_certificate",
+]
 
 
 @dataclass(frozen=True)
@@ -169,6 +175,20 @@ def locate_publication(
     return found
 
 
+def publication_beside(path: str | os.PathLike[str]) -> Path | None:
+    """The folder of a certificate file when it also holds every file the certificate says was
+    published (a release folder), else None: ``verify`` then checks the publication too."""
+    try:
+        doc, _, _ = _read(path)
+    except ValidationError:
+        return None
+    folder = Path(path).parent
+    names = _published_names(doc)
+    if names and all((folder / n).is_file() for n in names):
+        return folder
+    return None
+
+
 def _published_names(doc: Mapping[str, Any]) -> list[str]:
     pub = doc.get("publication")
     files = pub.get("files") if isinstance(pub, dict) else None
@@ -265,7 +285,9 @@ def verify_certificate(
     try:
         kind = kind_of(kind_name)
     except ValidationError as exc:
-        return Verification(False, False, False, (*out, f"kind: {exc}"), kind=str(kind_name))
+        return Verification(
+            False, False, False, (*out, " ".join(str(exc).split())), kind=str(kind_name)
+        )
 
     def refused(lines: list[str]) -> Verification:
         return Verification(

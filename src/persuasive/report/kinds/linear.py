@@ -106,6 +106,10 @@ class LinearParams:
         return a
 
 
+def _these(k: int) -> str:
+    return "this linear statistic" if k == 1 else f"these {k} linear statistics"
+
+
 class LinearKind:
     """:class:`~persuasive.report.kinds.Kind` of linear statistics."""
 
@@ -234,7 +238,7 @@ class LinearKind:
         how = "exactly" if p.noise_sd is None else f"with Gaussian noise of sd {p.noise_sd:g}"
         prob = "" if cert.delta == 0 else f" except with probability at most {cert.delta:g}"
         text = (
-            f"Publishing these {len(p.statistics)} linear statistics {how} protects every "
+            f"Publishing {_these(len(p.statistics))} {how} protects every "
             f"individual against any Receiver with a Gaussian prior in the class G^r_A (r1 = "
             f"{p.r1:g}, r2 = {p.r2:g}): such a Receiver cannot improve its Dawid-Sebastiani "
             f"score for any one person's value by more than {cert.kappa:.4g} nats{prob} "
