@@ -1,7 +1,7 @@
 """The in-memory fast path of ``release_table`` gives what the generic polars path gives.
 
 A polars DataFrame whose count column is of an integer type is validated by numpy and polars
-passes over its buffers (:func:`persuasive.release.tables._fast_cells`); the same frame given as
+passes over its buffers (:func:`persuasive.release.table_cells._fast_cells`); the same frame given as
 a LazyFrame takes the generic path (one polars query, first failing row of each check). On
 random frames — nulls, negatives, counts above 2^63 - 1, duplicates in sorted and shuffled
 order, compact / offset / sparse integer keys of every width, String keys, two-column keys,
@@ -27,7 +27,7 @@ from polars.testing import assert_frame_equal
 
 from persuasive.classes.receivers import PoissonReceiver
 from persuasive.errors import ValidationError
-from persuasive.release import tables as T
+from persuasive.release import table_cells as T
 from persuasive.release.tables import read_cells, release_table
 
 RECEIVER = PoissonReceiver(0.5, 3.0)
