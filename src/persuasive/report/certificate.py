@@ -13,10 +13,14 @@ in three groups, and ``persuasive verify`` treats each its own way
 * the **publication** — the SHA-256 and size of every published file and the facts read from
   them (cells, suppressed cells …): recomputed from the files when ``--published`` gives them.
 
-``library.version`` cannot be recomputed (another version may verify); it is bound, with every
-other byte of the document, by ``digest``: the SHA-256 of the canonical JSON of the document
-without ``digest``. The digest is not a signature (anyone can recompute it); it makes every
-edit of a field that is not recomputed visible, while every field that matters is recomputed.
+Two things cannot be recomputed: ``library.version`` (another version may verify), and the
+claim's *inputs* (h, r, the Receiver model, the column names, the target κ … — each kind's
+``inputs``), from which everything else follows and which nothing else states. They are bound,
+with every other byte of the document, by ``digest``: the SHA-256 of the canonical JSON of the
+document without ``digest``. The digest is not a signature (anyone can recompute it): it makes
+an edit of an input visible, and a verifier names the inputs when it fails; a consistent edit of
+an input with a recomputed digest is a certificate for another claim, which only a signature of
+the release folder, or the publication (e.g. a shown count below an edited h), can expose.
 
 Format (``format_version`` 2)::
 

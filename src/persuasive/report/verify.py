@@ -6,8 +6,9 @@ reads the parameters of its claim, recomputes **every** field from them by the c
 (:mod:`persuasive.report.kinds`) — the canonical claim, the guarantee, the notes, any
 kind-specific section, and, when the publication is given, the publication section and the
 checks a publication must pass — and compares the stated document with the recomputed one
-field by field, exactly. ``library.version`` is the one field that is not recomputed; it is
-bound, like everything else, by the document's ``digest``.
+field by field, exactly. ``library.version`` and the claim's inputs (each kind's ``inputs``:
+nothing else states them) are not recomputed; they are bound, like everything else, by the
+document's ``digest``, and a failed digest names them.
 
 The outcome (:class:`Verification`) separates two questions: whether the certificate is
 **consistent** (nothing edited: no mismatch) and whether it **claims a guarantee** that holds
