@@ -8,13 +8,14 @@ probability above δ, so that definition is violated and ``holds`` must be False
 from __future__ import annotations
 
 import math
+from decimal import Context, Decimal
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
 import persuasive as pp
-from persuasive.closed.rounding import add_up, div_up, log_up, loss_up, sum_up
+from persuasive._rounding import add_up, div_up, log_up, loss_up, sum_up
 
 HAIR = 5e-10  # the definition's kappa is this far below the sharp value
 
@@ -71,9 +72,27 @@ def test_prop7_member_a_hair_below_the_sharp_value():
     d = pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(r1, r2), kappa)
     cert = pp.certify(pp.ExactMean(), d)
     assert cert.exact and not cert.holds
-    assert pp.certify(
-        pp.ExactMean(), pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(r1, r2), sharp)
-    ).holds
+    _holds_exactly_at_the_sharp_value(
+        lambda k: pp.certify(
+            pp.ExactMean(), pp.PersuasivePrivacy(pp.MarginalDSS(), pp.GaussianMeanClass(r1, r2), k)
+        ),
+        Decimal(r1) + Decimal(r2).ln(_CTX),
+    )
+
+
+_CTX = Context(prec=60)
+
+
+def _holds_exactly_at_the_sharp_value(certify_at, exact: Decimal) -> None:
+    """The sharp κ is the exact value rounded *up* to a float (decimal arithmetic, independent of
+    the library): a definition holds at that float, and not at the float below it, whichever
+    side of the exact value the nearest float falls."""
+    kappa = certify_at(math.inf).kappa
+    assert Decimal(kappa) >= exact > Decimal(math.nextafter(kappa, 0.0))
+    assert certify_at(kappa).holds
+    assert not certify_at(math.nextafter(kappa, 0.0)).holds
+    nearest = float(exact)
+    assert certify_at(nearest).holds == (Decimal(nearest) >= exact)
 
 
 def test_prop8_member_a_hair_below_the_sharp_value():
@@ -94,8 +113,12 @@ def test_prop8_member_a_hair_below_the_sharp_value():
     d = pp.PersuasivePrivacy(score, pp.SmallCellClass(h, alpha), kappa)
     cert = pp.certify(pp.CellSuppression(h), d)
     assert cert.exact and not cert.holds
-    d_sharp = pp.PersuasivePrivacy(score, pp.SmallCellClass(h, alpha), sharp)
-    assert pp.certify(pp.CellSuppression(h), d_sharp).holds
+    _holds_exactly_at_the_sharp_value(
+        lambda k: pp.certify(
+            pp.CellSuppression(h), pp.PersuasivePrivacy(score, pp.SmallCellClass(h, alpha), k)
+        ),
+        -Decimal(alpha).ln(_CTX),
+    )
 
 
 @pytest.mark.parametrize("b", [3.0, 7.0, 0.3, 1.0 / 3.0])

@@ -1,8 +1,8 @@
 """The in-memory fast path of ``release_table`` gives what the generic polars path gives.
 
 A polars DataFrame whose count column is of an integer type is validated by numpy and polars
-passes over its buffers (:func:`persuasive.release.table_cells._fast_cells`); the same frame given as
-a LazyFrame takes the generic path (one polars query, first failing row of each check). On
+passes over its buffers (:func:`persuasive.release.table_cells._fast_cells`); the same frame
+given as a LazyFrame takes the generic path (one polars query, first failing row of each check). On
 random frames — nulls, negatives, counts above 2^63 - 1, duplicates in sorted and shuffled
 order, compact / offset / sparse integer keys of every width, String keys, two-column keys,
 frames in several chunks — both must publish identical frames (and cells, losses, summaries) or

@@ -58,7 +58,7 @@ PROPER_MC_Z: float = 4.0
 #: (the grid is renormalised).
 CELL_TAIL: float = 1e-13
 
-#: Directed rounding of certificates (persuasive.closed.rounding): ulps of error allowed for
+#: Directed rounding of certificates (persuasive._rounding): ulps of error allowed for
 #: one libm call (log, exp, expm1, log1p), stepped over upwards.
 LIBM_ULPS: int = 2
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from persuasive._rounding import above, div_up, up
 from persuasive.certify.registry import Bound, Theorem, all_of, score_names
 from persuasive.classes import NeighbourPriors
 from persuasive.closed.divergences import (
@@ -36,7 +37,6 @@ from persuasive.closed.divergences import (
     laplace_risk,
 )
 from persuasive.closed.pdp import finite_matrix, finite_pairs, loss_table_up
-from persuasive.closed.rounding import above, div_up, up
 from persuasive.definitions import FDivergence, Mean, PersuasivePrivacyExpectation, Renyi
 from persuasive.mechanisms import (
     GaussianMechanism,
@@ -104,7 +104,7 @@ class AppC(Theorem):
             "limit q -> 0, giving the worst neighbour divergence (supremum, not attained)"
         ]
         # every value is rounded up past its floating-point error (the magnitude of its terms;
-        # persuasive.closed.rounding), so that holds never follows from rounding
+        # persuasive._rounding), so that holds never follows from rounding
         if isinstance(mechanism, GaussianMechanism):
             k = gaussian_risk(mechanism.sigma, kind, alpha)
             if kind in ("kl", "renyi"):  # alpha / (2 sigma^2): rational, rounded up exactly

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from persuasive._rounding import above
 from persuasive.certify.prop7 import _n_of
 from persuasive.certify.registry import (
     THEOREMS,
@@ -42,7 +43,6 @@ from persuasive.certify.registry import (
     tail_definition_reason,
 )
 from persuasive.classes import GaussianMeanClass
-from persuasive.closed.rounding import above
 from persuasive.mechanisms import Chain, GaussianMechanism, LaplaceMechanism, Mechanism
 from persuasive.scores import MarginalDSS
 

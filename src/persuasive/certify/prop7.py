@@ -18,11 +18,11 @@ It relies on reading σ in the class as the vector of marginal *standard deviati
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
+from persuasive._rounding import ceil_log_sum
 from persuasive.certify.registry import Bound, Theorem, tail_definition_reason
 from persuasive.classes import GaussianMeanClass
 from persuasive.mechanisms import ExactMean, LinearStatistic, Mechanism
@@ -81,9 +81,8 @@ class Prop7(Theorem):
                 f"the class is empty for n = {n} (needs r2 >= n/(n-1) = "
                 f"{n / (n - 1):g}): the guarantee holds vacuously",
             )
-        # the sharp value to the nearest float, like every computation of it (see
-        # persuasive.closed.rounding on why sharp closed forms are not rounded up)
-        return float(cls.r1 + math.log(cls.r2)), tuple(notes)
+        # the exact sharp value, rounded up to a float (persuasive._rounding)
+        return ceil_log_sum(cls.r1, cls.r2), tuple(notes)
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:
         k, notes = self._bound(mechanism, definition)

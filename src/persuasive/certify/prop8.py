@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from persuasive._rounding import ceil_log_sum
 from persuasive.certify.registry import Bound, Theorem, score_names
 from persuasive.classes import SmallCellClass
 from persuasive.definitions import PersuasivePrivacy
@@ -80,7 +81,7 @@ class Prop8(Theorem):
                 f"with {h_m} <= x_i < {r_max} has loss -log q_i(x_i), unbounded "
                 "over the class (docs/math.md §9)",
             )
-        return -math.log(alpha), (  # nearest float (persuasive.closed.rounding)
+        return ceil_log_sum(0.0, alpha, -1), (  # exact, rounded up (persuasive._rounding)
             "sharp: attained by a prior with Q(X_i < h_M) = alpha (docs/math.md §9, erratum 6)",
             "[RECON, docs/math.md §9] small-cell score L_i^r reconstructed; "
             "it is not a proper scoring rule",

@@ -151,7 +151,7 @@ def certify(mechanism: Mechanism, definition: Any) -> Certificate:
     kappa = float(kappa)
     return Certificate(
         # no slack: rounding may only make a certificate refuse, never hold (each theorem
-        # rounds its κ up, persuasive.closed.rounding)
+        # rounds its κ up, persuasive._rounding)
         holds=bool(kappa <= definition.kappa),
         kappa=kappa,
         delta=float(delta),

@@ -25,7 +25,7 @@ which for finite kernels is in general smaller than Prop 3's
 :math:`\sum_i k_i \sup_{x \sim x'} \operatorname{ess\,sup} \ell_{i,x,x'}` (the parts' worst
 pairs differ); Laplace and geometric parts contribute :math:`k_i/b_i` at every pair, Gaussian
 parts ∞. Every value is rounded up past its floating-point error
-(:mod:`persuasive.closed.rounding`).
+(:mod:`persuasive._rounding`).
 
 For PPE with the mean (KL) or Rényi risk the divergences add exactly (App. C [RECON];
 Mironov 2017), see :mod:`persuasive.pld.renyi`.
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from persuasive._rounding import above, div_up, sum_up
 from persuasive.certify.composition import Prop3
 from persuasive.certify.prop6 import (
     Prop6,
@@ -50,7 +51,6 @@ from persuasive.certify.prop6 import (
 )
 from persuasive.certify.registry import THEOREMS, Bound, Theorem, all_of, score_names
 from persuasive.classes import NeighbourPriors
-from persuasive.closed.rounding import above, div_up, sum_up
 from persuasive.definitions import Mean, PersuasivePrivacy, PersuasivePrivacyExpectation, Renyi
 from persuasive.mechanisms import (
     Composition,

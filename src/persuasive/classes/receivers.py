@@ -58,10 +58,13 @@ def _nbinom_alpha(h: int, size: float, p: float) -> float:
 
 
 def kappa_of(alpha: float) -> float:
-    """κ = −log α, with κ = inf at α = 0 and κ = 0 (not −0) at α = 1."""
+    """κ = −log α rounded up to a float, as the Prop 8 certificate states it
+    (:func:`persuasive._rounding.ceil_log_sum`); κ = inf at α = 0 and κ = 0 at α = 1."""
+    from persuasive._rounding import ceil_log_sum
+
     if alpha <= 0.0:
         return math.inf
-    return max(0.0, -math.log(alpha))
+    return max(0.0, ceil_log_sum(0.0, alpha, -1))
 
 
 def check_thresholds(h: Any, r: Any = None) -> tuple[int, int]:

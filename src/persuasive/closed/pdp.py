@@ -5,7 +5,7 @@ privacy-loss distributions (:mod:`persuasive.pld`).
 At sensitivity 1 the exact PDP tail :math:`\delta(\varepsilon) = \sup_{x\sim x'}
 \mathbb P_x[\ell_{x,x'}(T) > \varepsilon]` and its inverse :math:`\kappa(\delta)` have closed
 forms (``docs/math.md`` §6); every value is rounded up past its floating-point error
-(:mod:`persuasive.closed.rounding`).
+(:mod:`persuasive._rounding`).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from persuasive import _tolerances as tol
+from persuasive._rounding import EPS, above, div_up, loss_up, up
 from persuasive.classes import NeighbourPriors
-from persuasive.closed.rounding import EPS, above, div_up, loss_up, up
 from persuasive.mechanisms import (
     CellSuppression,
     Chain,
@@ -82,7 +82,7 @@ def loss_table_up(
     matrix: NDArray[np.float64], pairs: NDArray[np.intp]
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     r""":func:`loss_table` with every finite loss rounded *up* past its floating-point error
-    (:func:`persuasive.closed.rounding.loss_up`): each entry is at least the exact
+    (:func:`persuasive._rounding.loss_up`): each entry is at least the exact
     :math:`\log m(x,t) - \log m(x',t)` of the matrix entries, so κ and δ computed from it
     never fall below the exact values (a loss of exactly 0, equal entries, stays 0)."""
     loss, p = loss_table(matrix, pairs)
@@ -155,7 +155,7 @@ def _exact_tail(loss: NDArray[np.float64], p: NDArray[np.float64], eps: float) -
 
 
 # Every closed form is rounded *up* (κ and δ alike) past its floating-point error, so that a
-# certificate never holds because of rounding (persuasive.closed.rounding). A comparison of δ
+# certificate never holds because of rounding (persuasive._rounding). A comparison of δ
 # with a computed probability uses that probability's upper bound, so that rounding can only
 # pick the larger κ.
 

@@ -26,9 +26,9 @@ from scipy import stats
 from scipy.special import ndtr
 
 from persuasive import _validation as v
+from persuasive._rounding import div_up
 from persuasive.classes import NeighbourPriors
 from persuasive.closed.pdp import finite_matrix, finite_pairs, loss_table_up
-from persuasive.closed.rounding import div_up
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.mechanisms import (
     GaussianMechanism,

@@ -151,7 +151,11 @@ def calibrate_mean(
     r2 = dm.check("r2", r2)
     delta = dm.check("delta", delta)
     if noise is None:
+        from persuasive._rounding import ceil_log_sum
+
         out = target - math.log(r2)
+        while out > 0.0 and ceil_log_sum(out, r2) > target:  # the certificate rounds κ up
+            out = math.nextafter(out, 0.0)
         if out <= 0.0:
             raise ValidationError(
                 f"target_kappa = {target:g} is unreachable for the exact mean with r2 = {r2:g}: "

@@ -21,12 +21,10 @@ operations — closed forms with transcendental functions (Gaussian and Laplace 
 inverses, App. C divergences), sums of probabilities (finite kernels), privacy losses of finite
 kernels, grid values of privacy-loss distributions, 1/b of Laplace and geometric noise.
 
-Which are not: a *sharp* κ that is one correctly rounded libm call on the definition's own
-parameters — :math:`-\log\alpha` (Prop 8) and :math:`r_1 + \log r_2` (Prop 7) — is reported as
-the nearest float, the value a user or any other part of the library computes for the same
-quantity (e.g. a release's target κ). The exact value may exceed it by less than one ulp
-(about 1e-16 relative), which no loss evaluated in floating point can exhibit; rounding it up
-would make every definition stated at that float refuse.
+The *sharp* closed forms :math:`-\log\alpha` (Prop 8) and :math:`r_1 + \log r_2` (Prop 7) are
+evaluated exactly (in decimal arithmetic) and rounded up to the next float only when the nearest
+float lies below the exact value (:func:`ceil_log_sum`): a definition stated at that nearest
+float then refuses, as it must — the exact κ exceeds it.
 """
 
 from __future__ import annotations
@@ -55,7 +53,7 @@ def up(x: float, ulps: int = 1) -> float:
 
     Examples
     --------
-    >>> from persuasive.closed.rounding import up
+    >>> from persuasive._rounding import up
     >>> up(1.0) > 1.0, up(float("inf"))
     (True, inf)
     """
@@ -72,7 +70,7 @@ def div_up(a: float, b: float) -> float:
 
     Examples
     --------
-    >>> from persuasive.closed.rounding import div_up
+    >>> from persuasive._rounding import div_up
     >>> from fractions import Fraction
     >>> Fraction(div_up(1.0, 3.0)) >= Fraction(1, 3), div_up(1.0, 4.0)
     (True, 0.25)
@@ -88,7 +86,7 @@ def add_up(a: float, b: float) -> float:
 
     Examples
     --------
-    >>> from persuasive.closed.rounding import add_up
+    >>> from persuasive._rounding import add_up
     >>> from fractions import Fraction
     >>> Fraction(add_up(0.1, 0.2)) >= Fraction(0.1) + Fraction(0.2)
     True
@@ -105,7 +103,7 @@ def log_up(x: float) -> float:
     Examples
     --------
     >>> import math
-    >>> from persuasive.closed.rounding import log_up
+    >>> from persuasive._rounding import log_up
     >>> log_up(1.0), log_up(4.0) > math.log(4.0)
     (0.0, True)
     """
@@ -114,13 +112,47 @@ def log_up(x: float) -> float:
     return up(math.log(x), LIBM_ULPS)
 
 
+#: Decimal digits of the exact evaluation of the sharp closed forms (:func:`ceil_log_sum`).
+_DIGITS = 60
+
+
+def ceil_log_sum(a: float, x: float, sign: int = 1) -> float:
+    r"""The smallest float :math:`\ge a + \text{sign}\cdot\log x`, evaluated in decimal
+    arithmetic to 60 significant digits (``decimal``'s ``ln`` is correctly rounded), so the
+    result is the exact value rounded *up*: a sharp κ such as :math:`r_1 + \log r_2` (Prop 7)
+    or :math:`-\log\alpha` (Prop 8) is never below its exact value, and no float above it is
+    returned either. ±∞ and exact zeros pass through.
+
+    Examples
+    --------
+    >>> from persuasive._rounding import ceil_log_sum
+    >>> k = ceil_log_sum(1.0, 4.0)            # 1 + log 4
+    >>> from decimal import Decimal, getcontext
+    >>> getcontext().prec = 60
+    >>> Decimal(k) >= 1 + Decimal(4).ln() > Decimal(math.nextafter(k, 0.0))
+    True
+    >>> ceil_log_sum(0.0, 1.0, -1)
+    0.0
+    """
+    from decimal import Context, Decimal
+
+    if not (math.isfinite(a) and math.isfinite(x)) or x <= 0.0:
+        return a + sign * math.log(x) if x > 0 else (math.inf if sign < 0 else -math.inf)
+    ctx = Context(prec=_DIGITS)
+    exact = ctx.add(Decimal(a), ctx.multiply(Decimal(sign), ctx.ln(Decimal(x))))
+    f = float(exact)
+    if Decimal(f) < exact:
+        f = math.nextafter(f, math.inf)
+    return f + 0.0  # no negative zero
+
+
 def above(value: float, magnitude: float) -> float:
     r"""``value`` plus an absolute error bound :math:`c\,\epsilon\,m` (m = ``magnitude``, the
     size of the largest terms of the closed form that computed it), rounded up one ulp.
 
     Examples
     --------
-    >>> from persuasive.closed.rounding import above
+    >>> from persuasive._rounding import above
     >>> 1.0 < above(1.0, 1.0) < 1.0 + 1e-13
     True
     """
@@ -153,7 +185,7 @@ def sum_up(terms: list[tuple[int, float]]) -> float:
 
     Examples
     --------
-    >>> from persuasive.closed.rounding import sum_up
+    >>> from persuasive._rounding import sum_up
     >>> from fractions import Fraction
     >>> s = sum_up([(3, 0.1), (1, 0.2)])
     >>> Fraction(s) >= 3 * Fraction(0.1) + Fraction(0.2)
