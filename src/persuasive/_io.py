@@ -55,8 +55,3 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     with atomic_path(path) as tmp:
         write(tmp)
     return Path(path)
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"))

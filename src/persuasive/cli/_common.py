@@ -41,13 +41,6 @@ def opt(flag: str, text: str, *names: str, metavar: str | None = None) -> Any:
     return typer.Option(flag, *names, help=text, show_default=False, metavar=metavar)
 
 
-def domain(name: str) -> str:
-    """The allowed values of a command-line parameter (for ``--help``)."""
-    from persuasive import _domains as dm
-
-    return str(dm.describe(name))
-
-
 def checked(option: str, value: Any) -> Any:
     """``value`` checked against the declared domain of ``option`` (None passes through)."""
     if value is None:

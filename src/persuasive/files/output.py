@@ -29,7 +29,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -402,17 +402,6 @@ class OutputFolder:
             else:
                 os.replace(tmp, dest)
                 COMMITTED.append(self.path)
-
-
-def write_files(folder: Path, files: dict[str, Callable[[Path], object]]) -> dict[str, Path]:
-    """Call each writer with its path inside ``folder`` (creating subfolders); return the paths."""
-    out = {}
-    for rel, write in files.items():
-        path = folder / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write(path)
-        out[rel] = path
-    return out
 
 
 def relocate(paths: dict[str, Path], tmp: Path, dest: Path) -> dict[str, Path]:

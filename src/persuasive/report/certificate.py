@@ -75,18 +75,6 @@ FORMAT_VERSION = 2
 SUPPORTED_VERSIONS: tuple[int, ...] = (2,)
 #: The distribution name recorded under ``library.name``.
 LIBRARY_NAME = "persuasive-privacy"
-#: The top-level fields of every certificate, in the order a reader meets them.
-FIELDS = (
-    "format",
-    "format_version",
-    "kind",
-    "library",
-    "claim",
-    "guarantee",
-    "notes",
-    "publication",
-    "digest",
-)
 #: The fields of ``guarantee``.
 GUARANTEE_FIELDS = ("holds", "kappa", "delta", "exact", "basis", "statement")
 #: The deepest nesting a certificate may have (a deeper document is refused, not recursed into).
