@@ -28,7 +28,7 @@ from polars.testing import assert_frame_equal
 from persuasive.classes.receivers import PoissonReceiver
 from persuasive.errors import ValidationError
 from persuasive.release import table_cells as T
-from persuasive.release.tables import read_cells, release_table
+from persuasive.release.tables import TableRelease, read_cells, release_table
 
 RECEIVER = PoissonReceiver(0.5, 3.0)
 INT_TYPES = [pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64]
@@ -50,7 +50,7 @@ BLOCKS: list[dict[str, object]] = [
 
 def _outcome(
     source: pl.DataFrame | pl.LazyFrame, keys: list[str], h: int
-) -> tuple[str | None, T.TableRelease | None]:
+) -> tuple[str | None, TableRelease | None]:
     try:
         rel = release_table(source, keys=keys, count="n", h=h, receiver=RECEIVER)
     except ValidationError as exc:
@@ -60,7 +60,7 @@ def _outcome(
 
 def _compare(
     df: pl.DataFrame, keys: list[str], h: int, blocks: list[dict[str, object]] = BLOCKS
-) -> tuple[str | None, T.TableRelease | None]:
+) -> tuple[str | None, TableRelease | None]:
     """Run the fast path (the frame) and the generic path (its LazyFrame); they must agree."""
     gen_err, gen = _outcome(df.lazy(), keys, h)
     for patches in blocks:
@@ -277,7 +277,7 @@ def _check_large_frame(n: int, layout: str) -> None:
         assert f" and {bad_row + 1};" in err
 
 
-def test_worker_threads_never_take_the_signals_the_writer_blocks() -> None:
+def test_worker_threads_leave_the_interrupting_signals_to_the_main_thread() -> None:
     pool = T._executor()
     if pool is None:
         pytest.skip("one CPU: no worker threads")

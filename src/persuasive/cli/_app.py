@@ -111,7 +111,7 @@ def run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, **
 def _error_status(exc: BaseException) -> int:
     from persuasive.cli._common import stop_progress
     from persuasive.errors import PersuasiveError
-    from persuasive.files.output import Interrupted
+    from persuasive.files.signals import Interrupted
 
     stop_progress()
     if isinstance(exc, Interrupted):
@@ -154,7 +154,7 @@ class PersuasiveGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        from persuasive.files.output import COMMITTED, handle_signals
+        from persuasive.files.signals import COMMITTED, handle_signals
 
         DEBUG["on"] = os.environ.get("PERSUASIVE_DEBUG", "") not in ("", "0")
         COMMITTED.clear()

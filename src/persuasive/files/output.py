@@ -12,7 +12,7 @@ Every release (and the demo) writes its folder through :class:`OutputFolder`:
    destination's parent, so that nobody else can read true values while they are written.
 3. On success the folder is **renamed into place** atomically (an existing destination is
    exchanged with it in one ``renameat2(RENAME_EXCHANGE)`` call where Linux offers it), with
-   SIGINT, SIGTERM and SIGHUP held back during the swap.
+   SIGINT, SIGTERM and SIGHUP held back during the swap (:mod:`persuasive.files.signals`).
 4. On any error, and on SIGINT, SIGTERM or SIGHUP at any moment, the temporary folder is
    removed before the process exits: nothing with true values (custodian files, per-cell
    losses) survives outside the final folder.
@@ -26,110 +26,20 @@ import ctypes.util
 import json
 import os
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from persuasive.errors import ValidationError
+from persuasive.files.signals import COMMITTED, handle_signals, signals_deferred
 
-__all__ = ["MARKER", "Interrupted", "OutputFolder", "handle_signals"]
+__all__ = ["MARKER", "OutputFolder", "read_marker", "relocate"]
 
 #: The marker file persuasive writes into every folder it creates: a JSON manifest of the files.
 MARKER = ".persuasive-output.json"
 #: What the marker says it is.
 MARKER_FORMAT = "persuasive-output"
-
-#: The signals after which a release removes its temporary folder before exiting.
-SIGNALS: tuple[signal.Signals, ...] = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-
-
-class Interrupted(BaseException):
-    """Raised in the main thread when SIGINT, SIGTERM or SIGHUP arrives, so that clean-up code
-    runs before the process exits."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-
-
-#: Folders renamed into place during this process (so that an interruption after a release was
-#: written is reported as such, not as "nothing was written").
-COMMITTED: list[Path] = []
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-class _Signals:
-    """What :func:`handle_signals` saw: the signals that came once a release was in place."""
-
-    def __init__(self) -> None:
-        self.late: list[int] = []
-
-
-@contextlib.contextmanager
-def handle_signals(*, redeliver_late: bool = True) -> Iterator[_Signals]:
-    """Turn SIGINT, SIGTERM and SIGHUP into :class:`Interrupted` while the block runs (main
-    thread only; elsewhere a no-op), restoring the previous handlers afterwards.
-
-    A signal that comes once a release folder has been renamed into place (the release is
-    complete) does not interrupt the block: it is recorded, and delivered again when the block
-    ends (``redeliver_late``), or left to the caller in ``.late`` (the command line, which then
-    exits normally and says so)."""
-    seen = _Signals()
-    if not _main_thread():
-        yield seen
-        return
-    start = len(COMMITTED)
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        if len(COMMITTED) > start:
-            seen.late.append(signum)
-            return
-        raise Interrupted(signum)
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
-    try:
-        yield seen
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    if redeliver_late:
-        for signum in seen.late:
-            signal.raise_signal(signum)
-
-
-@contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP back while the block runs; raise :class:`Interrupted`
-    afterwards if one came.
-
-    A handler that only records the signal is installed (masking the signal would not do: the
-    kernel may deliver a process-directed signal to any thread, e.g. one of polars' workers,
-    and Python then runs the handler in the main thread at the next bytecode)."""
-    if not _main_thread():
-        yield
-        return
-    pending: list[int] = []
-
-    def record(signum: int, _frame: FrameType | None) -> None:
-        pending.append(signum)
-
-    previous = {sig: signal.signal(sig, record) for sig in SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    for signum in pending:  # the handler in force now decides (it may record a late signal)
-        signal.raise_signal(signum)
 
 
 def _libc() -> Any:
@@ -329,7 +239,7 @@ class OutputFolder:
         stack.enter_context(handle_signals())
         self._created = []
         try:
-            with _signals_deferred():  # no signal between creating a folder and owning it
+            with signals_deferred():  # no signal between creating a folder and owning it
                 for parent in reversed(dest.parents):
                     if not parent.exists():
                         parent.mkdir()
@@ -368,11 +278,11 @@ class OutputFolder:
             if exc_type is None:
                 self._commit(tmp)
             else:
-                with _signals_deferred():
+                with signals_deferred():
                     shutil.rmtree(tmp, ignore_errors=True)
                     self._remove_created()
         except BaseException:
-            with _signals_deferred():
+            with signals_deferred():
                 shutil.rmtree(tmp, ignore_errors=True)
                 if not COMMITTED or COMMITTED[-1] != self.path:
                     self._remove_created()
@@ -385,7 +295,7 @@ class OutputFolder:
         marker = {"format": MARKER_FORMAT, "kind": self.kind, "files": sorted(files)}
         (tmp / MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         dest = self.check()  # again: the destination may have changed while we worked
-        with _signals_deferred():
+        with signals_deferred():
             os.chmod(tmp, 0o777 & ~_umask())
             if dest.exists():
                 if _exchange(tmp, dest):

@@ -79,8 +79,9 @@ _BLOCK = 1 << 16
 #: saves); the key table's scatter (random writes) from :data:`_PARALLEL_SCATTER_ROWS` rows.
 _PARALLEL_ROWS = 1 << 22
 _PARALLEL_SCATTER_ROWS = 1 << 17
-#: Signals the worker threads never take: the main thread may block them while it writes
-#: (:mod:`persuasive.files.output`), and a worker must not receive them in its place.
+#: Synchronous signals (faults) stay unblocked in the worker threads; every other signal is
+#: blocked there, so that SIGINT, SIGTERM and SIGHUP reach the main thread, where the release's
+#: handlers run (:mod:`persuasive.files.signals`).
 _SYNCHRONOUS = {"SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGABRT", "SIGTRAP", "SIGSYS"}
 
 _pool_lock = threading.Lock()
