@@ -199,6 +199,10 @@ class Check:
     fails: pl.Expr
 
 
+#: The messages of the count rules every count type shares.
+_NEGATIVE_COUNT = "is negative ({value}): counts must be >= 0"
+_TOO_LARGE = f"is {{value}}, above the largest count {MAX_COUNT} (2^63 - 1)"
+
 _DIGITS = r"^[0-9]+$"
 _NEGATIVE = r"^-[0-9]+$"
 _DECIMAL_WHOLE = r"^[+-]?[0-9]+\.0*$"
@@ -246,7 +250,7 @@ def count_checks(column: str, dtype: pl.DataType) -> list[Check]:
                 "write whole numbers without a decimal point",
                 c.str.contains(_DECIMAL_WHOLE),
             ),
-            Check(column, "is negative ({value}): counts must be >= 0", c.str.contains(_NEGATIVE)),
+            Check(column, _NEGATIVE_COUNT, c.str.contains(_NEGATIVE)),
             Check(
                 column,
                 "is {value!r}, not a count: counts are whole numbers written with digits only",
@@ -254,7 +258,7 @@ def count_checks(column: str, dtype: pl.DataType) -> list[Check]:
             ),
             Check(
                 column,
-                f"is {{value}}, above the largest count {MAX_COUNT} (2^63 - 1)",
+                _TOO_LARGE,
                 c.str.to_integer(strict=False).is_null(),
             ),
         ]
@@ -262,7 +266,7 @@ def count_checks(column: str, dtype: pl.DataType) -> list[Check]:
         t = _decimal_text(c)
         return [
             missing,
-            Check(column, "is negative ({value}): counts must be >= 0", t.str.starts_with("-")),
+            Check(column, _NEGATIVE_COUNT, t.str.starts_with("-")),
             Check(
                 column,
                 "is fractional ({value}): counts must be whole numbers",
@@ -270,25 +274,23 @@ def count_checks(column: str, dtype: pl.DataType) -> list[Check]:
             ),
             Check(
                 column,
-                f"is {{value}}, above the largest count {MAX_COUNT} (2^63 - 1)",
+                _TOO_LARGE,
                 t.str.to_integer(strict=False).is_null(),
             ),
         ]
     if dtype.is_integer():
         out = [missing]
         if dtype.is_signed_integer():
-            out.append(Check(column, "is negative ({value}): counts must be >= 0", c < 0))
+            out.append(Check(column, _NEGATIVE_COUNT, c < 0))
         if dtype == pl.UInt64:
-            out.append(
-                Check(column, f"is {{value}}, above the largest count {MAX_COUNT}", c > MAX_COUNT)
-            )
+            out.append(Check(column, _TOO_LARGE, c > MAX_COUNT))
         return out
     f = c.cast(pl.Float64)
     return [
         missing,
         Check(column, "is NaN: a count must be a number; fill it", f.is_nan()),
         Check(column, "is infinite ({value}): a count must be finite", f.is_infinite()),
-        Check(column, "is negative ({value}): counts must be >= 0", f < 0),
+        Check(column, _NEGATIVE_COUNT, f < 0),
         Check(
             column,
             "is fractional ({value!r}): counts must be whole numbers",
@@ -296,7 +298,7 @@ def count_checks(column: str, dtype: pl.DataType) -> list[Check]:
         ),
         Check(
             column,
-            f"is {{value}}, above the largest count {MAX_COUNT} (2^63 - 1)",
+            _TOO_LARGE,
             f >= float(MAX_COUNT),
         ),
     ]
