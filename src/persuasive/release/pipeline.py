@@ -219,9 +219,19 @@ def write_release(
     from persuasive.report.verify import verify_certificate
 
     step = on_step or (lambda _s: None)
+    kind = kind_of(getattr(release, "kind", None)) if hasattr(release, "kind") else None
+    missing = [
+        name
+        for name in ("kind", "params", "published_files", "custodian", "expected", "report")
+        if not hasattr(release, name)
+    ]
+    if missing or kind is None:
+        raise ValidationError(
+            "release must be a release object (e.g. from persuasive.release.tables.release_table"
+            f"); got {type(release).__name__}, which has no {', '.join(missing)}"
+        )
     if table_format not in ("csv", "parquet"):
         raise ValidationError(f"--format must be csv or parquet; got {table_format!r}")
-    kind = kind_of(release.kind)
     folder.mkdir(parents=True, exist_ok=True)
     step("write")
     published = {}
