@@ -305,7 +305,7 @@ def test_csv_keys_are_text_exactly_as_written(tmp_path: Path) -> None:
     rel = release_table(src, keys="area", count="n", h=3, receiver=POI)
     assert rel.published.schema == {"area": pl.String, "n": pl.Int64}
     assert rel.published.rows() == [("01", 7), ("1", 8), ("1.0", 9), ("NA", None)]
-    out = rel.write(tmp_path / "out.csv")
+    out = rel.write(tmp_path / "out") / "released.csv"
     assert out.read_text().splitlines() == ["area,n", "01,7", "1,8", "1.0,9", "NA,"]
 
 
@@ -318,14 +318,20 @@ def test_file_round_trip(tmp_path: Path, suffix: str) -> None:
     src = tmp_path / f"in{suffix}"
     df.write_csv(src) if suffix == ".csv" else df.write_parquet(src)
     rel = release_table(src, keys="area", count="n", h=4, receiver=POI)
-    out = rel.write(tmp_path / f"out{suffix}")
+    folder = rel.write(tmp_path / "out", format=suffix[1:])
+    out = folder / f"released{suffix}"
     back = pl.read_csv(out) if suffix == ".csv" else pl.read_parquet(out)
     assert back.equals(rel.published)
     assert back.columns == ["area", "n"]  # no loss column: it would leak counts below r
     assert back["n"].to_list() == [None, None, 8, None, 15]
     if suffix == ".csv":
         assert out.read_text().splitlines()[1] == "a0,"  # empty, not a number
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([src.name, out.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([src.name, folder.name])
+    assert sorted(p.name for p in folder.iterdir()) == [
+        ".persuasive-output.json",
+        "certificate.json",
+        out.name,
+    ]
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
@@ -342,10 +348,10 @@ def test_failed_write_leaves_nothing(
     monkeypatch.setattr(pl.DataFrame, "write_parquet", broken)
     monkeypatch.setattr(pl.LazyFrame, "sink_parquet", broken)
     with pytest.raises(OSError, match="disk full"):
-        rel.write(tmp_path / f"out{suffix}")
+        rel.write(tmp_path / "out", format=suffix[1:])
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(pp.ValidationError, match="must end in"):
-        rel.write(tmp_path / "out.json")
+    with pytest.raises(pp.ValidationError, match="format must be one of csv, parquet"):
+        rel.write(tmp_path / "out", format="json")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -355,7 +361,7 @@ def test_published_file_depends_only_on_what_is_released(tmp_path: Path) -> None
     a = release_table(_frame([0, 9, 1]), keys="area", count="n", h=5, r=2, receiver=POI)
     b = release_table(_frame([3, 9, 4]), keys="area", count="n", h=5, r=2, receiver=POI)
     assert a.table["loss"].to_list() != b.table["loss"].to_list()
-    fa, fb = a.write(tmp_path / "a.csv"), b.write(tmp_path / "b.csv")
+    fa, fb = a.write(tmp_path / "a") / "released.csv", b.write(tmp_path / "b") / "released.csv"
     assert fa.read_bytes() == fb.read_bytes()
 
 

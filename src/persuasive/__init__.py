@@ -18,7 +18,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 #: Every public name and the module that defines it. Importing ``persuasive`` imports none of
-#: them: each is loaded on first access (PEP 562), so that ``persuasive --help`` starts fast.
+#: them: each is loaded on first access (PEP 562), so that ``persuasive --help`` starts fast
+#: (and ``import persuasive`` does not import polars until a release function is used).
 _EXPORTS: dict[str, str] = {
     "audit": "persuasive.audit",
     "log_evidence": "persuasive.bayes",
@@ -29,6 +30,9 @@ _EXPORTS: dict[str, str] = {
     "NeighbourPriors": "persuasive.classes",
     "PriorClass": "persuasive.classes",
     "SmallCellClass": "persuasive.classes",
+    "NegativeBinomialReceiver": "persuasive.classes.receivers",
+    "PoissonReceiver": "persuasive.classes.receivers",
+    "SmallCellReceiver": "persuasive.classes.receivers",
     "FDivergence": "persuasive.definitions",
     "Mean": "persuasive.definitions",
     "PersuasivePrivacy": "persuasive.definitions",
@@ -61,6 +65,21 @@ _EXPORTS: dict[str, str] = {
     "Prior": "persuasive.priors",
     "TwoPointPrior": "persuasive.priors",
     "profile": "persuasive.profile",
+    "calibrate_mean": "persuasive.release.calibrate",
+    "calibrate_threshold": "persuasive.release.calibrate",
+    "LinearRelease": "persuasive.release.linear",
+    "release_linear": "persuasive.release.linear",
+    "MarginRelease": "persuasive.release.margins",
+    "release_table_with_margins": "persuasive.release.margins",
+    "GroupMeansRelease": "persuasive.release.means",
+    "MeanRelease": "persuasive.release.means",
+    "release_group_means": "persuasive.release.means",
+    "release_mean": "persuasive.release.means",
+    "write_release": "persuasive.release.pipeline",
+    "TableRelease": "persuasive.release.tables",
+    "release_table": "persuasive.release.tables",
+    "Verification": "persuasive.report.verify",
+    "verify_certificate": "persuasive.report.verify",
     "Audit": "persuasive.results",
     "Certificate": "persuasive.results",
     "Witness": "persuasive.results",
@@ -148,6 +167,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     )
     from persuasive.classes import (
         SmallCellClass as SmallCellClass,
+    )
+    from persuasive.classes.receivers import (
+        NegativeBinomialReceiver as NegativeBinomialReceiver,
+    )
+    from persuasive.classes.receivers import (
+        PoissonReceiver as PoissonReceiver,
+    )
+    from persuasive.classes.receivers import (
+        SmallCellReceiver as SmallCellReceiver,
     )
     from persuasive.definitions import (
         FDivergence as FDivergence,
@@ -237,6 +265,23 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         TwoPointPrior as TwoPointPrior,
     )
     from persuasive.profile import profile as profile
+    from persuasive.release.calibrate import calibrate_mean as calibrate_mean
+    from persuasive.release.calibrate import calibrate_threshold as calibrate_threshold
+    from persuasive.release.linear import LinearRelease as LinearRelease
+    from persuasive.release.linear import release_linear as release_linear
+    from persuasive.release.margins import MarginRelease as MarginRelease
+    from persuasive.release.margins import (
+        release_table_with_margins as release_table_with_margins,
+    )
+    from persuasive.release.means import GroupMeansRelease as GroupMeansRelease
+    from persuasive.release.means import MeanRelease as MeanRelease
+    from persuasive.release.means import release_group_means as release_group_means
+    from persuasive.release.means import release_mean as release_mean
+    from persuasive.release.pipeline import write_release as write_release
+    from persuasive.release.tables import TableRelease as TableRelease
+    from persuasive.release.tables import release_table as release_table
+    from persuasive.report.verify import Verification as Verification
+    from persuasive.report.verify import verify_certificate as verify_certificate
     from persuasive.results import Audit as Audit
     from persuasive.results import Certificate as Certificate
     from persuasive.results import Witness as Witness

@@ -58,6 +58,18 @@ class Certificate:
     definition: dict[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        holds = "holds" if self.holds else "does not hold"
+        exact = "exact" if self.exact else "upper bound"
+        kappa = "∞" if self.kappa == math.inf else f"{self.kappa:.4g}"
+        return f"<Certificate κ={kappa}, δ={self.delta:.4g}, {holds}, {exact}; {self.basis}>"
+
+    def _repr_html_(self) -> str:
+        """The sentence, κ, δ and the basis, for a notebook."""
+        from persuasive.release.display import certificate_html
+
+        return certificate_html(self)
+
     def explain(self) -> str:
         verdict = "holds" if self.holds else "does NOT hold"
         kind = "exactly" if self.exact else "as an upper bound"

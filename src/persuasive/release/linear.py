@@ -37,6 +37,7 @@ from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.linear.exposure import LinearExposure, combination_of, exposures
+from persuasive.release import display
 from persuasive.release.statistics import Statistic, build_rows
 from persuasive.report.kinds.linear import KIND as LINEAR_KIND
 from persuasive.report.kinds.linear import LinearParams
@@ -45,9 +46,12 @@ from persuasive.results import Certificate
 __all__ = ["LinearExposure", "LinearRelease", "combination_of", "release_linear", "statement_of"]
 
 
-@dataclass(frozen=True)
-class LinearRelease:
+@dataclass(frozen=True, repr=False)
+class LinearRelease(display.ReleaseResult):
     """A release of linear statistics; see :func:`release_linear`.
+
+    ``rel.values`` is the published table; ``rel.write(folder)`` writes the release folder
+    (refused when someone is exposed: there is nothing to publish).
 
     Attributes
     ----------
@@ -120,6 +124,18 @@ class LinearRelease:
     def statement(self) -> str:
         """The guarantee, or the refusal, in one plain sentence."""
         return statement_of(self)
+
+    def _display(self) -> tuple[str, list[tuple[str, str]], Any, tuple[str, ...]]:
+        k = 0 if self.refused else self.values.height
+        facts = [("statistics", f"{k} of {len(self.statistics)}"), ("column", repr(self.value))]
+        facts.append(("n", f"{self.n:,}"))
+        if self.withheld:
+            facts.append(("withheld", ", ".join(s.name for s in self.withheld)))
+        if self.exposed:
+            facts.append(("exposed individuals", str(len(self.exposed))))
+        if self.noise_sd is not None:
+            facts.append(("Gaussian noise sd", f"{self.noise_sd:.4g}"))
+        return "Linear statistics release", facts, self.values, ()
 
     def calibration_curve(self, xs: Any = None) -> tuple[Any, Any, str]:
         """κ under the class against the noise sd on every statistic: ``(sds, kappas, label)``."""

@@ -53,6 +53,7 @@ from persuasive.margins import (
     attacker_intervals,
     worst_case_losses,
 )
+from persuasive.release import display
 
 __all__ = ["MarginRelease", "check_margins_receiver", "release_table_with_margins"]
 
@@ -77,9 +78,13 @@ def check_margins_receiver(receiver: Any) -> Receiver:
     return receiver
 
 
-@dataclass(frozen=True, eq=False)
-class MarginRelease:
+@dataclass(frozen=True, eq=False, repr=False)
+class MarginRelease(display.ReleaseResult):
     """A count table released with exact margins, its pattern, audit and comparison.
+
+    ``rel.published`` and ``rel.published_margins`` are the published tables (polars
+    DataFrames); ``rel.write(folder)`` writes the release folder (both tables,
+    ``certificate.json``, the custodian's files, optionally the report).
 
     Attributes
     ----------
@@ -121,6 +126,17 @@ class MarginRelease:
     @property
     def h(self) -> int:
         return self.table.h
+
+    def _display(self) -> tuple[str, list[tuple[str, str]], Any, tuple[str, ...]]:
+        sup, sec = int(self.table.suppressed.sum()), int(self.table.secondary.sum())
+        facts = [
+            ("cells", f"{self.table.counts.size:,}"),
+            ("suppressed", f"{sup:,} ({sec:,} secondary)"),
+            ("margins", ", ".join(self.table.margin_names())),
+            ("threshold h", str(self.h)),
+            ("Receiver", display.describe_receiver(self.receiver)),
+        ]
+        return "Table release with margins", facts, self.published, (self.count,)
 
     # ------------------------------------------------------------------ published
     def _labels(self, flat: NDArray[np.intp]) -> dict[str, pl.Series]:

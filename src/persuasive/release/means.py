@@ -36,6 +36,7 @@ from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.certify.noisy_mean_laplace import LAPLACE_NO_FINITE_KAPPA
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.files import reading as rd
+from persuasive.release import display
 from persuasive.release.calibrate import calibrate_mean as calibrate_mean
 from persuasive.report.kinds.mean import KIND as MEAN_KIND
 from persuasive.report.kinds.mean import MeanParams
@@ -128,8 +129,9 @@ def _certificate(p: MeanParams) -> Certificate:
     return cert
 
 
-class _Means:
-    """What a mean and group means share: the claim's parameters and the report."""
+class _Means(display.ReleaseResult):
+    """What a mean and group means share: the claim's parameters, the report, ``write(folder)``
+    and the display (:mod:`persuasive.release.display`)."""
 
     params: MeanParams
     certificate: Certificate
@@ -171,9 +173,13 @@ class _Means:
         return mean_report(self, document, target_kappa)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class MeanRelease(_Means):
-    """A released mean with its certificate."""
+    """A released mean with its certificate.
+
+    ``rel.value`` is the published mean; ``rel.write(folder)`` writes the release folder
+    (``released.json``, ``certificate.json``, optionally the report).
+    """
 
     kind: ClassVar[str] = "mean"
 
@@ -186,6 +192,16 @@ class MeanRelease(_Means):
         """Data-dependent facts for the report (never for the certificate)."""
         return {"n": self.n, "value": self.value, "kappa": self.certificate.kappa}
 
+    def _display(self) -> tuple[str, list[tuple[str, str]], Any, tuple[str, ...]]:
+        facts = [
+            ("column", repr(self.params.value)),
+            ("n", f"{self.n:,}"),
+            ("published mean", f"{self.value:.6g}"),
+        ]
+        if self.params.noise_sd is not None:
+            facts.append(("Gaussian noise sd", f"{self.params.noise_sd:g}"))
+        return "Mean release", facts, None, ()
+
     def published_files(self, table_format: str) -> dict[str, Any]:
         from persuasive.release.pipeline import write_json
 
@@ -195,11 +211,11 @@ class MeanRelease(_Means):
         return {"mean": self.value} if name == "released.json" else None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class GroupMeansRelease(_Means):
     """One released mean per group; ``values`` has columns group, ``mean`` and ``n`` (the
     group sizes stay with the custodian: they are counts, which the certificate does not
-    cover)."""
+    cover). ``rel.published`` (group, mean) is what ``rel.write(folder)`` publishes."""
 
     kind: ClassVar[str] = "mean"
 
@@ -211,6 +227,12 @@ class GroupMeansRelease(_Means):
     def published(self) -> pl.DataFrame:
         """The published columns: the group and its mean."""
         return self.values.select(self.params.group, "mean")
+
+    def _display(self) -> tuple[str, list[tuple[str, str]], Any, tuple[str, ...]]:
+        facts = [("groups", f"{self.values.height:,}"), ("column", repr(self.params.value))]
+        if self.params.noise_sd is not None:
+            facts.append(("Gaussian noise sd", f"{self.params.noise_sd:g}"))
+        return "Group means release", facts, self.published, ()
 
     def summary(self) -> dict[str, Any]:
         return {

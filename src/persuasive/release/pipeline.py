@@ -201,7 +201,7 @@ def _check_written(release: Release, files: Mapping[str, Path]) -> None:
 
 def write_release(
     release: Release,
-    folder: Path,
+    folder: str | os.PathLike[str],
     *,
     table_format: str = "csv",
     report: bool = False,
@@ -212,7 +212,9 @@ def write_release(
     certificate document and the written paths by role.
 
     The roles are ``released`` (and the kind's other published files by stem),
-    ``certificate``, the custodian files by stem, and ``report``.
+    ``certificate``, the custodian files by stem, and ``report``. This writes in place, with
+    no guard: a release result's ``write(folder)`` (:func:`publish`) is the atomic form, which
+    refuses to replace a folder persuasive did not write and leaves nothing when it fails.
     """
     from persuasive.report.certificate import dumps, envelope
     from persuasive.report.kinds import kind_of
@@ -232,6 +234,7 @@ def write_release(
         )
     if table_format not in ("csv", "parquet"):
         raise ValidationError(f"--format must be csv or parquet; got {table_format!r}")
+    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     step("write")
     published = {}

@@ -26,7 +26,6 @@ never on the data (Assumption 1); its publication section binds the published fi
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from persuasive.classes.receivers import R_MIN, Receiver, check_thresholds
 from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
+from persuasive.release import display
 from persuasive.release.calibrate import calibrate_threshold
 from persuasive.release.table_cells import published_column, read_cells, read_cells_for_release
 from persuasive.report.kinds.table import KIND as TABLE_KIND
@@ -76,9 +76,13 @@ def _names(keys: Any, count: Any) -> tuple[tuple[str, ...], str]:
     return ks, count
 
 
-@dataclass(frozen=True, eq=False)
-class TableRelease:
+@dataclass(frozen=True, eq=False, repr=False)
+class TableRelease(display.ReleaseResult):
     """A count table released by suppression, with its certificate (Prop 8, Bon et al. 2026).
+
+    ``rel.write(folder)`` writes the release folder (the table, ``certificate.json``, optionally
+    the report); ``rel.published`` is the table alone, a polars DataFrame. In a notebook ``rel``
+    shows the guarantee, κ and the first rows of the published table.
 
     Attributes
     ----------
@@ -201,15 +205,15 @@ class TableRelease:
 
         return table_report(self, document, target_kappa)
 
-    def write(self, path: str | os.PathLike[str]) -> Path:
-        """Write the publishable table to ``path`` (``.csv``, ``.parquet`` or ``.pq``),
-        atomically: suppressed cells are empty (CSV) or null (Parquet)."""
-        from persuasive._io import atomic_write
-        from persuasive.release.pipeline import write_frame
-
-        p = Path(path)
-        rd.format_of(p, role="output file")
-        return atomic_write(p, write_frame(self.published)(p.name))
+    def _display(self) -> tuple[str, list[tuple[str, str]], Any, tuple[str, ...]]:
+        n, n_sup = self.published.height, self.published.get_column(self.count).null_count()
+        facts = [
+            ("cells", f"{n:,}"),
+            ("suppressed", f"{n_sup:,}"),
+            ("threshold h", str(self.h)),
+            ("Receiver", display.describe_receiver(self.receiver)),
+        ]
+        return "Table release", facts, self.published, (self.count,)
 
 
 def release_table(
