@@ -34,7 +34,7 @@ app = typer.Typer(
         "error (one line; the traceback with --debug); 128 + the signal when interrupted."
     ),
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )

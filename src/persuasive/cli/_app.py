@@ -30,7 +30,7 @@ from typing import Any, NoReturn
 
 import typer
 from typer import _click
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 __all__ = ["BAD_INPUT", "DOES_NOT_HOLD", "HOLDS", "INTERNAL", "PersuasiveGroup", "fail"]
 
@@ -143,6 +143,71 @@ def _error_status(exc: BaseException) -> int:
     return INTERNAL
 
 
+#: What the value of an option looks like in ``--help``, by option (for options that declare
+#: no ``metavar`` of their own; any other option shows its name in capitals, e.g. ``--x X``).
+METAVARS = {
+    "--out": "FOLDER",
+    "--keys": "K1,K2",
+    "--count": "COLUMN",
+    "--column": "COLUMN",
+    "--value": "COLUMN",
+    "--group": "COLUMN",
+    "--weight": "COLUMN",
+    "--h": "H",
+    "--r": "R",
+    "--r1": "R1",
+    "--r2": "R2",
+    "--alpha": "A",
+    "--poisson-mean": "LO:HI",
+    "--negbin-mean": "LO:HI",
+    "--negbin-size": "S",
+    "--target-kappa": "K",
+    "--delta": "D",
+    "--seed": "N",
+    "--samples": "N",
+    "--format": "csv|parquet",
+    "--margins": "MARGINS",
+    "--objective": "count|total",
+    "--bound": "publication|table",
+    "--noise": "KIND:SCALE",
+    "--noise-sd": "S",
+    "--max-mean-sd": "V",
+    "--max-stat-sd": "V",
+    "--stats": "FILE.toml",
+    "--absent": "zero|structural",
+    "--separator": "CHAR",
+    "--encoding": "NAME",
+}
+
+
+class _Argument(TyperArgument):
+    """An argument shown by its metavar alone (``DATA``, ``[OUT_DIR]``), without a type."""
+
+    def display_type_rich(self, ctx: _click.Context) -> str | None:
+        return None
+
+    def _usage_display_name(self) -> str:
+        name = self.display_name_raw if self.required else f"[{self.display_name_raw}]"
+        return name + ("..." if self.nargs != 1 else "")
+
+
+def readable_help(command: Any) -> None:
+    """Readable types in ``--help``: every option and argument of ``command`` and its
+    subcommands without a metavar gets one (:data:`METAVARS`, else its name in capitals)
+    instead of typer's ``<str>``/``<float>``/``<list[Path]>``; arguments show no type."""
+    for param in getattr(command, "params", ()):
+        if isinstance(param, TyperArgument):
+            if param.metavar is None:
+                param.metavar = (param.name or "value").upper()
+            if type(param) is TyperArgument:
+                param.__class__ = _Argument
+        elif not getattr(param, "is_flag", False) and param.metavar is None:
+            longest = max(param.opts, key=len)
+            param.metavar = METAVARS.get(longest, longest.lstrip("-").replace("-", "_").upper())
+    for sub in getattr(command, "commands", {}).values():
+        readable_help(sub)
+
+
 class PersuasiveGroup(TyperGroup):
     """The root command: every failure becomes one line and an exit status (module docstring)."""
 
@@ -157,6 +222,7 @@ class PersuasiveGroup(TyperGroup):
         from persuasive.files.signals import COMMITTED, handle_signals
 
         DEBUG["on"] = os.environ.get("PERSUASIVE_DEBUG", "") not in ("", "0")
+        readable_help(self)
         COMMITTED.clear()
         with handle_signals(redeliver_late=False) as seen:
             code = run(self, args, prog_name or "persuasive", **extra)

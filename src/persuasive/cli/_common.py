@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -103,14 +104,66 @@ def check_all(**options: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------
 
 
-def stdout() -> Any:
-    """A rich console on standard output (200 columns when it is not a terminal)."""
-    from rich.console import Console
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # closed or replaced by a stream without a terminal
+        return False
 
-    console = Console(highlight=False, soft_wrap=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 200
-    return console
+
+def _colour() -> dict[str, Any]:
+    """Console options for colour: none at all (not even bold) when ``NO_COLOR`` is set (it
+    wins over ``FORCE_COLOR``) or ``TERM=dumb``; otherwise rich decides (``FORCE_COLOR``
+    forces colour on a pipe)."""
+    if os.environ.get("NO_COLOR", "") != "" or os.environ.get("TERM", "") == "dumb":
+        return {"color_system": None, "no_color": True}
+    return {}
+
+
+#: Width a piped console lays tables out in: wide enough that nothing is folded.
+PIPE_WIDTH = 10_000
+
+
+def stdout() -> Any:
+    """A rich console on standard output.
+
+    On a terminal: its width, colour unless ``NO_COLOR``/``TERM=dumb``. Piped or redirected
+    (:func:`plain_console`): nothing is wrapped or padded, tables lose their box, every line
+    ends with its last character (``COLUMNS`` still sets a width).
+    """
+    if _isatty(sys.stdout):
+        from rich.console import Console
+
+        return Console(highlight=False, soft_wrap=False, **_colour())
+    return plain_console()
+
+
+def _strip(text: str) -> str:
+    """``text`` with the white space at the end of every line removed (before any trailing
+    ANSI codes, which a forced colour may leave there)."""
+    import re
+
+    tail = re.compile(r"[ \t]+((?:\x1b\[[0-9;]*m)*)$")
+    return "".join(tail.sub(r"\1", line) + "\n" for line in text.splitlines())
+
+
+def plain_console() -> Any:
+    """A console for a pipe or a file: see :func:`stdout`."""
+    from rich.console import Console
+    from rich.table import Table
+
+    class PlainConsole(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            for obj in objects:
+                if isinstance(obj, Table):  # a box pads every line to the widest row
+                    obj.box, obj.pad_edge, obj.show_edge = None, False, False
+            with self.capture() as cap:
+                super().print(*objects, **kwargs)
+            self.file.write(_strip(cap.get()))
+            self.file.flush()
+
+    width = None if "COLUMNS" in os.environ else PIPE_WIDTH
+    return PlainConsole(highlight=False, soft_wrap=False, width=width, **_colour())
 
 
 def num(x: Any) -> str:
@@ -168,7 +221,10 @@ def progress(steps: Sequence[str], quiet: bool) -> Iterator[Callable[[str], None
         TimeElapsedColumn,
     )
 
-    console = Console(stderr=True)
+    from persuasive._progress import reporting
+
+    console = Console(stderr=True, **_colour())
+    drawn = draws_progress()
     bar = Progress(
         SpinnerColumn(),
         TextColumn("{task.description:<42}"),
@@ -177,9 +233,9 @@ def progress(steps: Sequence[str], quiet: bool) -> Iterator[Callable[[str], None
         TimeElapsedColumn(),
         console=console,
         transient=True,
-        disable=not console.is_terminal,
+        disable=not drawn,
     )
-    with bar:
+    with bar, reporting(BarReporter(bar) if drawn else None):
         _LIVE.append(bar)
         task = bar.add_task(steps[0] if steps else "", total=len(steps))
         done: set[str] = set()
@@ -196,6 +252,29 @@ def progress(steps: Sequence[str], quiet: bool) -> Iterator[Callable[[str], None
         finally:
             if bar in _LIVE:
                 _LIVE.remove(bar)
+
+
+def draws_progress() -> bool:
+    """Whether progress bars are drawn: standard error is a terminal (really: ``FORCE_COLOR``
+    does not make a pipe one) that is not ``TERM=dumb``."""
+    return _isatty(sys.stderr) and os.environ.get("TERM", "") != "dumb"
+
+
+class BarReporter:
+    """The library's progress (:mod:`persuasive._progress`) as rows under a rich bar: a row
+    per running task (its name indented), removed when the task ends."""
+
+    def __init__(self, bar: Any) -> None:
+        self.bar = bar
+
+    def start(self, name: str, total: float | None) -> Any:
+        return self.bar.add_task("  " + name, total=total)
+
+    def advance(self, handle: Any, amount: float) -> None:
+        self.bar.advance(handle, amount)
+
+    def finish(self, handle: Any) -> None:
+        self.bar.remove_task(handle)
 
 
 # --------------------------------------------------------------------------------------------

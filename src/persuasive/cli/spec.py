@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 app = typer.Typer(add_completion=False)
 
 SpecArg = Annotated[
-    Path, typer.Argument(help="A TOML spec file (see docs/cli.md).", show_default=False)
+    Path,
+    typer.Argument(
+        help="A TOML spec file (see docs/cli.md), or - to read it from standard input.",
+        show_default=False,
+        metavar="SPEC.toml",
+    ),
 ]
 SamplesOpt = Annotated[
     int | None,
@@ -43,9 +48,36 @@ def _emit_json(payload: Any) -> None:
 
 
 def _load(spec: Path) -> Spec:
+    if str(spec) == "-":
+        return _load_stdin()
     from persuasive.spec import load_spec
 
     return load_spec(spec)
+
+
+def _load_stdin() -> Spec:
+    """The spec read from standard input (``-``), named ``stdin`` unless it sets ``name``."""
+    import sys
+    import tomllib
+
+    from persuasive.errors import ValidationError
+    from persuasive.spec import spec_from_dict
+
+    where = "the spec on standard input"
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValidationError(f"{where} is not UTF-8 text") from None
+    except (OSError, AttributeError, ValueError) as exc:
+        raise ValidationError(f"cannot read {where}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValidationError(f"{where} is not valid TOML: {exc}") from None
+    try:
+        return spec_from_dict(data, source="<stdin>", name="stdin")
+    except ValidationError as exc:
+        raise ValidationError(f"<stdin>: {exc}") from None
 
 
 def _status(message: str, quiet: bool) -> Any:
@@ -120,10 +152,12 @@ def _verdict(holds: bool) -> str:
 
 
 @app.command()
-def certify(spec: SpecArg, json_: JsonOpt = False) -> None:
+def certify(spec: SpecArg, json_: JsonOpt = False, quiet: QuietOpt = False) -> None:
     """Prove the spec's guarantee; exit 0 if it holds, 1 if not, 2 on bad input."""
     s = _load(spec)
-    cert = s.certify()
+    with _status(f"certifying {s.name} ...", quiet or json_) as step:
+        step(f"certifying {s.name} ...")
+        cert = s.certify()
     if json_:
         _emit_json({"spec": str(spec), "name": s.name, **cert.to_dict()})
     else:

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from persuasive.cli import _common as c
-from persuasive.cli._common import JsonOpt
+from persuasive.cli._common import JsonOpt, QuietOpt
 
 app = typer.Typer(add_completion=False)
 
@@ -21,7 +21,12 @@ app = typer.Typer(add_completion=False)
 @app.command("verify")
 def verify_cmd(
     certificate: Annotated[
-        Path, typer.Argument(help="A certificate.json written by a release.", show_default=False)
+        Path,
+        typer.Argument(
+            help="A certificate.json written by a release.",
+            show_default=False,
+            metavar="CERT.json",
+        ),
     ],
     json_: JsonOpt = False,
     published: Annotated[
@@ -35,6 +40,7 @@ def verify_cmd(
             show_default=False,
         ),
     ] = None,
+    quiet: QuietOpt = False,
 ) -> None:
     """Recompute a certificate and compare every field; exit 0 only if it is consistent and
     claims a guarantee that holds, 1 if not (a field differs, or it claims no guarantee), 2 if
@@ -45,7 +51,9 @@ def verify_cmd(
     if given is None:  # in a release folder: check the published files beside it too
         beside = publication_beside(certificate)
         given = None if beside is None else [beside]
-    result = verify_certificate(certificate, published=given)
+    with c.progress(["verify"], quiet or json_) as step:
+        step(f"verifying {certificate} ...")
+        result = verify_certificate(certificate, published=given)
     if json_:
         c.emit_json({"certificate": str(certificate), **result.to_dict()})
     elif result.ok:  # plain lines, never wrapped: one line per finding, for scripts too

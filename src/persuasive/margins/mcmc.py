@@ -79,6 +79,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 from scipy.optimize import linprog
 
+from persuasive._progress import task
 from persuasive.margins.moves import MoveSet, integer_kernel, markov_moves
 
 __all__ = ["MoveSet", "integer_kernel", "markov_moves", "sample_marginals"]
@@ -399,11 +400,16 @@ def sample_marginals(
     values = np.arange(width, dtype=np.float64)
     counts = np.zeros((N_BATCHES, n, n_chains, width))
     per_batch = per_chain // N_BATCHES
-    for sweep in range(burn_in + per_chain):
-        for block in blocks:
-            block.update(Y, rng)
-        if sweep >= burn_in:
-            counts[(sweep - burn_in) // per_batch] += Y[:n, :, None] == values
+    total = burn_in + per_chain
+    chunk = max(1, -(-total // 100))  # report in at most 100 chunks, not per sweep
+    with task(f"margins: Markov chain ({n} cells)", total=total) as advance:
+        for sweep in range(total):
+            for block in blocks:
+                block.update(Y, rng)
+            if sweep >= burn_in:
+                counts[(sweep - burn_in) // per_batch] += Y[:n, :, None] == values
+            if (sweep + 1) % chunk == 0 or sweep + 1 == total:
+                advance(chunk if (sweep + 1) % chunk == 0 else (sweep + 1) % chunk)
     final = Y[:n].astype(np.int64)
     stuck = not np.all(np.isfinite(logw[np.arange(n)[:, None], final].sum(axis=0)))
     batch = counts / per_batch  # (B, n, C, width) batch means

@@ -47,6 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from persuasive import _validation as v
+from persuasive._progress import task
 from persuasive.margins.attack import attacker_intervals
 from persuasive.margins.planning import (
     InfeasiblePlanError,
@@ -245,29 +246,35 @@ def plan_suppression(
     runs: list[tuple[int, float, int, _State]] = []
     errors: list[InfeasiblePlanError] = []
     met_exact: dict[int, bool] = {}
-    for k, strategy in enumerate(STRATEGIES):
-        if strategy[0] and not met_exact.get(k - 2, True):
-            continue  # run k - 2 met no exact component: the partners would change nothing
-        st = _State(table, model, (r_, kap, bnd, cost, strategy, cache))
-        try:
-            st.setup(max_states)
-            _search(st, cap, n_try, max_states)
-        except InfeasiblePlanError as exc:
-            errors.append(exc)
-            continue
-        finally:
-            met_exact[k] = st.met_exact
-        st.prune(max_states)
-        runs.append((int(np.isnan(st.bound[st.sup]).sum()), float(cost[st.sec].sum()), k, st))
-        if runs[-1][:2] <= (0, lb):
-            break  # every cell exact and the cost at the lower bound: optimal
+    with task("planner: search", total=len(STRATEGIES)) as advance:
+        for k, strategy in enumerate(STRATEGIES):
+            if k:
+                advance()  # run k - 1 is done (or skipped)
+            if strategy[0] and not met_exact.get(k - 2, True):
+                continue  # run k - 2 met no exact component: the partners would change nothing
+            st = _State(table, model, (r_, kap, bnd, cost, strategy, cache))
+            try:
+                st.setup(max_states)
+                _search(st, cap, n_try, max_states)
+            except InfeasiblePlanError as exc:
+                errors.append(exc)
+                continue
+            finally:
+                met_exact[k] = st.met_exact
+            st.prune(max_states)
+            runs.append((int(np.isnan(st.bound[st.sup]).sum()), float(cost[st.sec].sum()), k, st))
+            if runs[-1][:2] <= (0, lb):
+                break  # every cell exact and the cost at the lower bound: optimal
+        advance(len(STRATEGIES) - k)  # the last run, and those a break skipped
     worst: WorstCaseLosses | None = None
-    for *_, st in sorted(runs, key=lambda run: run[:3]):  # fewest uncertified, cheapest
-        try:
-            worst = _verify(st, cap, n_try, max_states, rng, mcmc_audit)
-            break
-        except InfeasiblePlanError as exc:
-            errors.append(exc)
+    with task("planner: final audit", total=1) as advance:
+        for *_, st in sorted(runs, key=lambda run: run[:3]):  # fewest uncertified, cheapest
+            try:
+                worst = _verify(st, cap, n_try, max_states, rng, mcmc_audit)
+                break
+            except InfeasiblePlanError as exc:
+                errors.append(exc)
+        advance()
     if worst is None:
         raise InfeasiblePlanError(
             f"the planner found no pattern meeting kappa in {len(errors)} runs (a heuristic: "

@@ -23,6 +23,7 @@ from numpy.typing import NDArray
 
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
+from persuasive._progress import task
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.margins import dp, mcmc
 from persuasive.margins.constraints import UNBOUNDED, ConstraintSystem, constraint_system
@@ -196,35 +197,38 @@ def posterior_marginals(
     evid = np.zeros(cs.n_components)
     true = table.counts.ravel()[cs.cells]
     coords = np.array(np.unravel_index(cs.cells, table.shape)).reshape(len(table.shape), -1)
-    for c, cols in enumerate(cs.components()):
-        rows = cs.rows_of(cols)
-        A = cs.A[rows][:, cols]
-        b = cs.b[rows]
-        order, size = _best_order(A, b - A @ cs.lo[cols], coords[:, cols])
-        if method != "mcmc" and size <= max_states:
-            lp, lz = dp.component_marginals(A, b, cs.lo[cols], logw[cols], order)
-            if not np.isfinite(lz):
-                raise ValidationError(
-                    "prior puts zero mass on every completion of the published table (component "
-                    f"of cells {table.suppressed_index[cols].tolist()[:8]}); widen its support"
+    with task("margins: posterior of the suppressed cells", total=cs.cells.size) as advance:
+        for c, cols in enumerate(cs.components()):
+            rows = cs.rows_of(cols)
+            A = cs.A[rows][:, cols]
+            b = cs.b[rows]
+            order, size = _best_order(A, b - A @ cs.lo[cols], coords[:, cols])
+            if method != "mcmc" and size <= max_states:
+                lp, lz = dp.component_marginals(A, b, cs.lo[cols], logw[cols], order)
+                if not np.isfinite(lz):
+                    raise ValidationError(
+                        "prior puts zero mass on every completion of the published table "
+                        f"(component of cells {table.suppressed_index[cols].tolist()[:8]}); "
+                        "widen its support"
+                    )
+                log_pmf[cols], evid[c] = lp, lz
+                methods.append("exact-dp")
+            elif method == "exact":
+                raise UnsupportedCombinationError(
+                    f"component {c} ({cols.size} cells) needs {size:.3g} DP states > max_states = "
+                    f"{max_states}; raise max_states or use method='auto' (MCMC estimate)"
                 )
-            log_pmf[cols], evid[c] = lp, lz
-            methods.append("exact-dp")
-        elif method == "exact":
-            raise UnsupportedCombinationError(
-                f"component {c} ({cols.size} cells) needs {size:.3g} DP states > max_states = "
-                f"{max_states}; raise max_states or use method='auto' (MCMC estimate)"
-            )
-        else:
-            lp, e = mcmc.sample_marginals(
-                A,
-                true[cols],
-                cs.lo[cols],
-                logw[cols],
-                n_sweeps=n_sweeps,
-                burn_in=MCMC_BURN_IN,
-                rng=rng,
-            )
-            log_pmf[cols], err[cols], evid[c] = lp, e, np.nan
-            methods.append("mcmc")
+            else:
+                lp, e = mcmc.sample_marginals(
+                    A,
+                    true[cols],
+                    cs.lo[cols],
+                    logw[cols],
+                    n_sweeps=n_sweeps,
+                    burn_in=MCMC_BURN_IN,
+                    rng=rng,
+                )
+                log_pmf[cols], err[cols], evid[c] = lp, e, np.nan
+                methods.append("mcmc")
+            advance(cols.size)
     return MarginPosterior(cs.cells, cs.lo, log_pmf, cs.labels, tuple(methods), err, evid)

@@ -14,6 +14,7 @@ from numpy.typing import NDArray
 from scipy import sparse
 from scipy.sparse import csgraph
 
+from persuasive._progress import task
 from persuasive.errors import ValidationError
 from persuasive.margins import dp
 from persuasive.margins.constraints import constraint_system, full_incidence
@@ -300,15 +301,24 @@ class _State:
 
 
 def _search(st: _State, cap: int, n_try: int, max_states: int) -> None:
-    """Greedy steps until no cell fails."""
-    while True:
-        fail, pri, open_e = st.failing()
-        if not fail.any():
-            return
-        if st.iterations >= cap:
-            raise InfeasiblePlanError(
-                f"max_iter = {cap} steps reached with {int(fail.sum())} cells above kappa = "
-                f"{st.kappa:g}; raise max_iter or kappa"
-            )
-        st.step(int(np.argmax(np.where(fail, pri, -np.inf))), open_e, n_try, max_states)
-        st.iterations += 1
+    """Greedy steps until no cell fails (progress: the failing cells left)."""
+    fail, pri, open_e = st.failing()
+    if not fail.any():
+        return
+    left = int(fail.sum())
+    with task("planner: cells above the target", total=left) as advance:
+        while True:
+            if st.iterations >= cap:
+                raise InfeasiblePlanError(
+                    f"max_iter = {cap} steps reached with {int(fail.sum())} cells above kappa = "
+                    f"{st.kappa:g}; raise max_iter or kappa"
+                )
+            st.step(int(np.argmax(np.where(fail, pri, -np.inf))), open_e, n_try, max_states)
+            st.iterations += 1
+            fail, pri, open_e = st.failing()
+            now = int(fail.sum())
+            if now < left:
+                advance(left - now)
+                left = now
+            if not fail.any():
+                return

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
+from persuasive._progress import task
 from persuasive.classes import NeighbourPriors
 from persuasive.closed.pdp import finite_matrix
 from persuasive.errors import UnsupportedCombinationError, ValidationError
@@ -194,13 +195,14 @@ def compose(
             per_pair.setdefault(pair, []).append((pmf, k))
     out: dict[Pair, LossPMF] = {}
     seen: dict[bytes, Pair] = {}
-    for pair, fin in per_pair.items():
-        key = b"".join(
-            np.int64(p.offset).tobytes() + p.masses.tobytes() + np.float64(p.inf_mass).tobytes()
-            for p, _ in fin
-        )
-        if key in seen:
-            continue
-        seen[key] = pair
-        out[pair] = convolve(noise + fin, tail_mass)
+    with task("composition: neighbour pairs", total=len(per_pair)) as advance:
+        for pair, fin in per_pair.items():
+            key = b"".join(
+                np.int64(p.offset).tobytes() + p.masses.tobytes() + np.float64(p.inf_mass).tobytes()
+                for p, _ in fin
+            )
+            if key not in seen:
+                seen[key] = pair
+                out[pair] = convolve(noise + fin, tail_mass)
+            advance()
     return ComposedPLD(out, gaussian_sigma(items))

@@ -35,6 +35,7 @@ from scipy.special import logsumexp
 
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
+from persuasive._progress import task
 from persuasive.errors import ValidationError
 
 #: Relative float error absorbed when a value is put on the grid: a loss whose quotient ℓ/Δ lies
@@ -275,9 +276,11 @@ def convolve(parts: Sequence[tuple[LossPMF, int]], tail_mass: float = TAIL_MASS)
     lo, hi, tau = _chernoff_window(parts, span, tail_mass)
     n = sfft.next_fast_len(hi - lo + 1, real=True)
     spec = None
-    for p, c in parts:
-        f = _power(sfft.rfft(_fold(p.masses, n), n, workers=-1), c)
-        spec = f if spec is None else np.multiply(spec, f, out=spec)
+    with task("composition: privacy-loss distribution", total=len(parts)) as advance:
+        for p, c in parts:
+            f = _power(sfft.rfft(_fold(p.masses, n), n, workers=-1), c)
+            spec = f if spec is None else np.multiply(spec, f, out=spec)
+            advance()
     res = sfft.irfft(spec, n, workers=-1, overwrite_x=True)
     del spec
     width = hi - lo + 1

@@ -18,13 +18,14 @@ The outcome (:class:`Verification`) separates two questions: whether the certifi
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from persuasive._progress import task
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report import certificate as cd
 from persuasive.report.kinds import Publication, kind_of, leaves
@@ -71,17 +72,6 @@ class Verification:
     kind: str = ""
     published_checked: bool = False
     recomputed: dict[str, Any] | None = field(default=None, repr=False)
-
-    def __repr__(self) -> str:
-        from persuasive.release.display import verification_repr
-
-        return verification_repr(self)
-
-    def _repr_html_(self) -> str:
-        """Verified or not, the recomputed guarantee and κ, the first mismatches."""
-        from persuasive.release.display import verification_html
-
-        return verification_html(self)
 
     def explain(self) -> str:
         """What the certificate claims and whether it holds, in a few lines."""
@@ -284,6 +274,17 @@ def verify_certificate(
     >>> verify_certificate(doc).ok
     False
     """
+    with task("verify: recompute the certificate", total=3) as advance:
+        return _verify(path_or_doc, published, advance)
+
+
+def _verify(
+    path_or_doc: str | os.PathLike[str] | Mapping[str, Any],
+    published: Any,
+    advance: Callable[..., None],
+) -> Verification:
+    """:func:`verify_certificate`, reporting progress: the publication read, the certificate
+    recomputed, the fields compared."""
     doc, twice, source = _read(path_or_doc)
     _check_format(doc, source)
     out = [f"{k}: the key appears twice; a reader would see only the last value" for k in twice]
@@ -327,6 +328,7 @@ def verify_certificate(
             f"a {kind.name} certificate is recomputed from its publication: pass the release "
             "folder, e.g. persuasive verify CERT.json --published DIR"
         )
+    advance()
     try:
         want = recompute(
             kind.name,
@@ -343,12 +345,14 @@ def verify_certificate(
                 doc.get("publication"), publication.section(), "publication", label=_label
             )
         return refused(out)
+    advance()
     out += cd.diff(
         {k: v for k, v in doc.items() if k != "digest"},
         {k: v for k, v in want.items() if k != "digest"},
         label=_label,
     )
     out += _digest_lines(doc, kind, version, after=bool(out))
+    advance()
     claims = bool(want["guarantee"]["holds"])
     consistent = not out
     return Verification(
