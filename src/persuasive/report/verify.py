@@ -73,6 +73,17 @@ class Verification:
     published_checked: bool = False
     recomputed: dict[str, Any] | None = field(default=None, repr=False)
 
+    def __repr__(self) -> str:
+        from persuasive.release.display import verification_repr
+
+        return verification_repr(self)
+
+    def _repr_html_(self) -> str:
+        """Verified or not, the recomputed guarantee and κ, the first mismatches."""
+        from persuasive.release.display import verification_html
+
+        return verification_html(self)
+
     def explain(self) -> str:
         """What the certificate claims and whether it holds, in a few lines."""
         if not self.consistent:
