@@ -104,7 +104,7 @@ def test_document_fields_against_prop8_closed_form(table_doc: dict[str, Any]) ->
     assert g["kappa"] == pytest.approx(-math.log(0.2), rel=1e-15) and g["delta"] == 0.0
     assert g["holds"] is True and g["exact"] is True
     assert g["basis"] == "Prop 8 (Bon et al. 2026)"
-    assert "20%" in g["statement"] and "1.609 nats" in g["statement"]
+    assert "20 %" in g["statement"] and "1.609 nats" in g["statement"]
     assert doc["claim"]["receiver"] == {"model": "small_cell", "alpha": 0.2}
     assert doc["claim"]["spec"]["definition"]["kappa"] == "inf"  # no target κ
     assert doc["claim"]["spec"]["definition"]["priors"] == {

@@ -316,11 +316,11 @@ def test_report_sections(tmp_path: Path) -> None:
     )
     files = publish(rel, OutputFolder(tmp_path / "out"), report=True, target_kappa=3.5).files
     md = (files["report"].parent / "report.md").read_text()
-    for title in ("Suppressed cells", "Secondary suppression (planner)", "classical partner rule"):
+    for title in ("Suppressed cells", "Secondary suppression (the planner)", "classical rule"):
         assert title in md
-    assert "proven lower bound" in md and "--published" in md
+    assert "no plan can cost less than" in md and "--published" in md
     html = files["report"].read_text()
-    assert "Secondary suppression (planner)" in html and "proven lower bound" in html
+    assert "Secondary suppression (the planner)" in html and "no plan can cost less" in html
     assert sorted(p.name for p in files["report"].parent.iterdir()) == [
         "kappa.png",
         "pattern.png",

@@ -23,7 +23,7 @@ def test_exact_mean_is_prop7():
     assert rel.kind == "mean" and rel.value == 3.0
     assert rel.certificate.kappa == pytest.approx(1.0 + math.log(4.0), abs=1e-12)
     assert rel.certificate.exact and rel.certificate.holds
-    assert "sqrt(r1) = 1" in rel.statement() and "2.386" in rel.statement()
+    assert "at most 1 prior standard deviation" in rel.statement() and "2.386" in rel.statement()
 
 
 def test_noisy_mean_value_and_certificate():

@@ -33,8 +33,11 @@ from persuasive.report.verify import verify_certificate
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SENTENCE = (
-    f"A Receiver whose prior puts at least {100 * 0.2:.3g}% on small counts cannot raise its "
-    f"log-score on any small cell by more than {-math.log(0.2):.4g} nats"
+    f"Against a Receiver whose prior for each cell puts at least {100 * 0.2:.3g} % on counts "
+    f"below 5, the published table guarantees κ = {-math.log(0.2):.4g} nats for every cell "
+    f"whose true count is below 5: whatever such a Receiver believed beforehand, the release "
+    f"multiplies the probability they give to the true count of such a cell by at most "
+    f"{1 / 0.2:.1f} (e to the power κ)"
 )
 
 
@@ -63,11 +66,15 @@ def test_table_report_files_sentence_and_images(tmp_path: Path) -> None:
     assert len(images) == 3 and html.count("<img") == 3
     assert all(base64.b64decode(data).startswith(PNG) for data in images)
     assert "http://" not in html and "https://" not in html and "<link" not in html
-    for word in ("Prop 8 (Bon et al. 2026)", "SHA-256 of released.csv", "digest"):
+    for word in ("Bon et al. 2026, Proposition 8", "SHA-256 of released.csv", "digest"):
         assert word in html
     for word in ("imagesLoaded", "imagesTotal"):
         assert word in html
     assert "suppressed" in md and "| a00 | suppressed |" in md  # missing, not a number
+    # a representative preview: shown and suppressed cells, in file order, and it says so
+    assert "| a05 | 5 |" in md and "the first 15 shown and the first 5 suppressed" in md
+    for raw in ("0.199336", "G^r", "MCMC", "publication bound", "cell_suppression", "model="):
+        assert raw not in html
 
 
 def test_report_states_the_certificate_it_was_written_with(tmp_path: Path) -> None:
@@ -99,12 +106,14 @@ def test_markdown_references_existing_pngs(tmp_path: Path) -> None:
 
 def test_sentence_numbers_against_closed_form(tmp_path: Path) -> None:
     doc = publish(_table(SmallCellReceiver(0.2)), OutputFolder(tmp_path / "a")).document
-    assert doc["guarantee"]["statement"].startswith(SENTENCE)
+    assert SENTENCE in doc["guarantee"]["statement"]
     doc = publish(_table(PoissonReceiver(0.0, 4.0), h=3), OutputFolder(tmp_path / "b")).document
     alpha = math.exp(-4.0) * (1 + 4.0 + 8.0)  # P(Poi(4) < 3)
     sentence = doc["guarantee"]["statement"]
-    assert f"at least {100 * alpha:.3g}% on small counts" in sentence
-    assert f"more than {-math.log(alpha):.4g} nats" in sentence
+    assert "Poisson with mean between 0 and 4" in sentence
+    assert f"at least {100 * alpha:.3g} % on counts below 3" in sentence
+    assert f"κ = {-math.log(alpha):.4g} nats" in sentence
+    assert f"by at most {1 / alpha:.1f} (e to the power κ)" in sentence
 
 
 @pytest.mark.parametrize("existing", [False, True])
@@ -192,5 +201,6 @@ def test_real_mean_releases_report_and_certify(tmp_path: Path) -> None:
     groups = means.release_group_means(frame, value="y", group="g", r1=1.0, r2=4.0)
     outcome = publish(groups, OutputFolder(tmp_path / "groups"), report=True)
     md = (outcome.files["report"].parent / "report.md").read_text(encoding="utf-8")
-    assert "First 2 of 2 published rows" in md
+    assert "The first 2 of 2 published rows" in md
+    assert "one mean of “y” per “g” group" in md  # the report names the columns
     assert verify_certificate(outcome.files["certificate"], published=tmp_path / "groups").ok

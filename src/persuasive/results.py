@@ -71,12 +71,11 @@ class Certificate:
         return certificate_html(self)
 
     def explain(self) -> str:
-        verdict = "holds" if self.holds else "does NOT hold"
-        kind = "exactly" if self.exact else "as an upper bound"
-        return (
-            f"The guarantee {verdict}: by {self.basis}, the release is PP with "
-            f"kappa = {self.kappa:.6g} ({kind}) at delta = {self.delta:g}."
-        )
+        """The certificate in plain words: the verdict, κ with its unit and, for the log and
+        Dawid–Sebastiani scores, one line saying what the unit means."""
+        from persuasive.report.words import explain_certificate
+
+        return explain_certificate(self)
 
     def to_dict(self) -> dict[str, Any]:
         return _json(

@@ -73,8 +73,8 @@ class Prop7(Theorem):
         cls = definition.priors
         n = _n_of(mechanism)
         notes = [
-            "sharp: the bound r1 + log r2 is attained (docs/math.md §8, erratum 6), reading "
-            "sigma in the class as marginal standard deviations"
+            "sharp: some Receiver of the class attains κ = r1 + log r2 (docs/math.md §8, "
+            "erratum 6), reading σ in the class as each person's prior standard deviation"
         ]
         if n is not None and cls.r2 * (1.0 - 1.0 / n) < 1.0:
             return 0.0, (

@@ -82,9 +82,11 @@ class Prop8(Theorem):
                 "over the class (docs/math.md §9)",
             )
         return ceil_log_sum(0.0, alpha, -1), (  # exact, rounded up (persuasive._rounding)
-            "sharp: attained by a prior with Q(X_i < h_M) = alpha (docs/math.md §9, erratum 6)",
-            "[RECON, docs/math.md §9] small-cell score L_i^r reconstructed; "
-            "it is not a proper scoring rule",
+            "sharp: a Receiver whose prior puts exactly α on counts below h attains κ "
+            "(docs/math.md §9, erratum 6)",
+            "The paper does not print the small-cell score; the library reconstructs it as the "
+            "log score of the counts below r, which is not a proper scoring rule "
+            "(docs/math.md §9, erratum 2) [RECON]",
         )
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:

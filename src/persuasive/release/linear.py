@@ -41,6 +41,7 @@ from persuasive.release import display
 from persuasive.release.statistics import Statistic, build_rows
 from persuasive.report.kinds.linear import KIND as LINEAR_KIND
 from persuasive.report.kinds.linear import LinearParams
+from persuasive.report.words import plural
 from persuasive.results import Certificate
 
 __all__ = ["LinearExposure", "LinearRelease", "combination_of", "release_linear", "statement_of"]
@@ -359,20 +360,15 @@ def statement_of(rel: LinearRelease) -> str:
         who = "; ".join(e.describe() for e in rel.exposed[:3])
         more = f" (and {len(rel.exposed) - 3} more)" if len(rel.exposed) > 3 else ""
         return (
-            f"Refused: these statistics reveal {len(rel.exposed)} individual(s) exactly, "
+            "Refused: these statistics reveal "
+            f"{plural(len(rel.exposed), 'individual')} exactly, "
             f"whatever the Receiver's Gaussian prior ({who}{more}); add noise "
             "(--target-kappa) or withhold statistics (--withhold)."
         )
+    from persuasive.report.kinds.linear import linear_sentence
+
     cert = rel.certificate
-    how = "exactly" if rel.noise_sd is None else f"with Gaussian noise of sd {rel.noise_sd:g}"
-    prob = "" if cert.delta == 0 else f" except with probability at most {cert.delta:g}"
-    return (
-        f"Publishing these {rel.values.height} linear statistics {how} protects every "
-        f"individual against any Receiver with a Gaussian prior in the class G^r_A (r1 = "
-        f"{rel.r1:g}, r2 = {rel.r2:g}): such a Receiver cannot improve its Dawid-Sebastiani "
-        f"score for any one person's value by more than {cert.kappa:.4g} nats{prob} "
-        f"({cert.basis})."
-    )
+    return linear_sentence(rel.params, cert.kappa, cert.delta, cert.basis)
 
 
 def _curve(rel: LinearRelease, xs: Any) -> tuple[Any, Any, str]:

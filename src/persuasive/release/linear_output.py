@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from persuasive.release.table_report import preview_section
 from persuasive.report import plots
 from persuasive.report.content import Figure, ReportContent, Section, certificate_section, fmt
+from persuasive.report.words import plural
 
 __all__ = ["linear_report"]
 
@@ -19,25 +21,47 @@ def linear_report(release: Any, doc: Mapping[str, Any]) -> ReportContent:
         xs, kappas, xlabel=label, current=release.noise_sd, target_kappa=release.target_kappa
     )
     summary = release.summary()
+    k = release.values.height
     released = Section(
         "What was released",
         pairs=[
-            ("what", f"{release.values.height} linear statistics of {release.value!r}"),
-            ("prior class", f"linear_gaussian(r1={fmt(release.r1)}, r2={fmt(release.r2)})"),
-            ("noise sd", "none (exact)" if release.noise_sd is None else fmt(release.noise_sd)),
+            ("what", f"{plural(k, 'linear statistic')} of the column “{release.value}”"),
+            (
+                "Receivers covered",
+                f"Gaussian priors whose guess of the statistics is at most "
+                f"{fmt(math.sqrt(release.r1))} prior standard deviations off (r1 = "
+                f"{fmt(release.r1)}) and whose correlations are balanced (r2 = {fmt(release.r2)})",
+            ),
+            (
+                "noise",
+                "none (exact)"
+                if release.noise_sd is None
+                else f"Gaussian, standard deviation {fmt(release.noise_sd)} on each statistic",
+            ),
             ("withheld", ", ".join(summary["withheld"]) or "none"),
-            ("individuals n", fmt(release.n)),
+            ("individuals n (custodian only)", f"{release.n:,}"),
             *([("calibration", release.calibrated)] if release.calibrated else []),
         ],
     )
     return ReportContent(
-        title="Persuasive Privacy report: linear statistics",
+        title=f"Persuasive Privacy report: linear statistics of “{release.value}”",
         sentence=str(doc["guarantee"]["statement"]),
         sections=[
             released,
-            preview_section(release.values, "The published statistics (released.*)"),
+            preview_section(
+                release.values,
+                "The published statistics (released.*)",
+                "; values rounded to 4 significant digits here, exact in the file",
+            ),
             certificate_section(doc),
         ],
         notes=list(doc["notes"]),
-        figures=[Figure("calibration.png", f"The proven κ against the {label}.", png)],
+        figures=[
+            Figure(
+                "calibration.png",
+                f"The κ proven against the {label}, the other settings as released. Look at "
+                "the noise needed to bring κ down to a level you can defend.",
+                png,
+            )
+        ],
     )

@@ -18,22 +18,32 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
     :class:`~persuasive.release.means.GroupMeansRelease` (in memory)."""
     p = rel.params
     grouped = p.group is not None
+    of = f"“{p.value}”"
     pairs = [
         (
             "what",
-            f"one mean of {p.value!r} per {p.group!r}" if grouped else f"the mean of {p.value!r}",
+            f"one mean of the column {of} per “{p.group}” group"
+            if grouped
+            else f"the mean of the column {of}",
         ),
         (
-            "Receivers",
-            f"Gaussian class G^r: r1 = {fmt(p.r1)}, r2 = {fmt(p.r2)}"
+            "Receivers covered",
+            f"Gaussian priors whose guess of the mean is at most {fmt(math.sqrt(p.r1))} prior "
+            f"standard deviations off (r1 = {fmt(p.r1)}) and whose correlations are balanced "
+            f"(r2 = {fmt(p.r2)})"
             + (
-                f", prior sd of the mean <= {fmt(p.max_mean_sd)}"
+                f"; prior standard deviation of the mean at most {fmt(p.max_mean_sd)}"
                 if p.max_mean_sd is not None
                 else ""
             ),
         ),
-        ("noise", "none (exact)" if p.noise_sd is None else f"Gaussian, sd {fmt(p.noise_sd)}"),
-        ("δ", fmt(p.delta)),
+        (
+            "noise",
+            "none (the exact mean)"
+            if p.noise_sd is None
+            else f"Gaussian, standard deviation {fmt(p.noise_sd)}",
+        ),
+        ("δ, the probability the bound may fail", fmt(p.delta)),
     ]
     if p.target_kappa is not None:
         pairs.append(("target κ", fmt(p.target_kappa)))
@@ -46,12 +56,16 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
         ]
         sections = [
             Section("What was released", pairs=pairs),
-            preview_section(rel.published, "The published means (released.*)"),
+            preview_section(
+                rel.published,
+                "The published means (released.*)",
+                "; means rounded to 4 significant digits here, exact in the file",
+            ),
         ]
     else:
         pairs += [
-            ("individuals n (custodian only)", fmt(rel.n)),
-            ("released mean", repr(rel.value)),
+            ("individuals n (custodian only)", f"{rel.n:,}"),
+            ("released mean", f"{fmt(rel.value)} (exact value in released.json)"),
         ]
         sections = [Section("What was released", pairs=pairs)]
     sections.append(certificate_section(doc))
@@ -60,24 +74,32 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
     figures = [
         Figure(
             "calibration.png",
-            f"Calibration: the proven κ against the {label}.",
+            f"The κ proven against the {label}, the other settings as released; the dotted "
+            "line is the value used. Look at how fast κ grows with it.",
             plots.calibration_plot(
                 xs, kappas, xlabel=label, current=current, target_kappa=target_kappa
             ),
         )
     ]
     kappa = float(rel.certificate.kappa)
-    if math.isfinite(kappa) and kappa > 0:
+    if p.noise_sd is None and math.isfinite(kappa) and kappa > 0:
         figures.append(
             Figure(
                 "worst_individual.png",
-                "One standardised individual: the prior against the posterior of a Receiver "
-                "attaining κ (an illustration of the worst case, not of the data).",
+                f"The Receiver of the class that reaches κ for r1 = {fmt(p.r1)}, r2 = "
+                f"{fmt(p.r2)}, for its most exposed person (units: that person's prior "
+                "standard deviations): the prior (blue) and the belief once the mean is "
+                "published (red). Look at the height of both curves at the true value: it "
+                "rises by e to the power κ/2, and for no Receiver of the class by more. A "
+                "construction from the proof, not the data.",
                 plots.gaussian_prior_posterior_plot(kappa, p.r1, p.r2),
             )
         )
+    title = (
+        f"one mean of “{p.value}” per “{p.group}” group" if grouped else f"the mean of “{p.value}”"
+    )
     return ReportContent(
-        title="Persuasive Privacy report: " + ("one mean per group" if grouped else "a mean"),
+        title="Persuasive Privacy report: " + title,
         sentence=str(doc["guarantee"]["statement"]),
         sections=sections,
         notes=list(doc["notes"]),

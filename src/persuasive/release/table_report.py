@@ -17,30 +17,57 @@ from persuasive.report.content import (
     certificate_section,
     fmt,
 )
+from persuasive.report.words import percent, receiver_words
 
 __all__ = ["preview_section", "table_report"]
 
 
-def preview_section(frame: pl.DataFrame, title: str, note: str = "") -> Section:
-    """The first rows of a published frame (a missing value shown as *suppressed*)."""
-    head = frame.head(PREVIEW_ROWS)
+def preview_section(
+    frame: pl.DataFrame, title: str, note: str = "", *, missing: str | None = None
+) -> Section:
+    """A preview of a published frame (a missing value shown as *suppressed*).
+
+    The first :data:`PREVIEW_ROWS` rows, in the order of the published file. When ``missing``
+    names a column with both missing and present values and the frame is longer than the
+    preview, the preview is representative instead: the first rows with a value and the first
+    rows without (half each, as far as there are), in file order, and the text says so.
+    """
+    rows_of = frame.with_row_index("__row")
+    head = rows_of.head(PREVIEW_ROWS)
+    text = f"The first {head.height} of {frame.height} published rows, in file order{note}."
+    if missing is not None and frame.height > PREVIEW_ROWS:
+        gone = rows_of.get_column(missing).is_null()
+        n_gone = int(gone.sum())
+        if 0 < n_gone < frame.height:
+            half = PREVIEW_ROWS // 2
+            k_gone = min(n_gone, max(half, PREVIEW_ROWS - (frame.height - n_gone)))
+            k_shown = PREVIEW_ROWS - k_gone
+            head = pl.concat(
+                [rows_of.filter(~gone).head(k_shown), rows_of.filter(gone).head(k_gone)]
+            ).sort("__row")
+            text = (
+                f"{head.height} of {frame.height} published rows, in file order: the first "
+                f"{k_shown} shown and the first {k_gone} suppressed{note}."
+            )
+    head = head.drop("__row")
     rows = [["suppressed" if v is None else fmt(v) for v in row] for row in head.iter_rows()]
-    text = f"First {head.height} of {frame.height} published rows{note}."
     return Section(title, columns=list(head.columns), rows=rows, text=text)
 
 
 def _released(rel: Any, doc: Mapping[str, Any]) -> Section:
-    receiver = rel.receiver.describe()
     s = rel.summary()
     pairs = [
-        ("what", "a table of counts with small cells suppressed (Prop 8)"),
-        ("threshold h", fmt(rel.h)),
-        ("score threshold r", fmt(rel.r)),
-        ("Receiver model", ", ".join(f"{k}={fmt(v)}" for k, v in receiver.items())),
-        ("α = smallest prior mass below h", fmt(rel.alpha)),
+        ("what", "a table of counts, every count below h suppressed"),
+        ("threshold h", f"{rel.h} (a count below {rel.h} is suppressed)"),
+        ("sensitive counts", f"below {rel.r} (the guarantee is about these)"),
+        ("Receivers covered", receiver_words(rel.receiver.describe(), h=rel.h)),
+        (f"their least prior probability of a count below {rel.h}", percent(rel.alpha)),
         ("cells", fmt(s["n_cells"])),
-        ("suppressed", f"{s['n_suppressed']} ({100 * s['share_suppressed']:.3g}%)"),
-        ("largest per-cell loss (custodian only)", fmt(s["max_loss"])),
+        (
+            "suppressed",
+            f"{s['n_suppressed']} of {s['n_cells']} ({percent(s['share_suppressed'])})",
+        ),
+        ("largest κ of a cell of this table (custodian only)", fmt(s["max_loss"])),
     ]
     if doc["claim"].get("target_kappa") is not None:
         pairs.insert(3, ("target κ", fmt(doc["claim"]["target_kappa"])))
@@ -48,12 +75,14 @@ def _released(rel: Any, doc: Mapping[str, Any]) -> Section:
 
 
 def _figures(rel: Any, target_kappa: float | None) -> list[Figure]:
-    hs = np.arange(1, max(3 * rel.h, 10) + 1)
+    hs = np.arange(2, max(3 * rel.h, 10) + 1)
     xs, kappas = rel.calibration_curve(hs)
     figs = [
         Figure(
             "calibration.png",
-            "Calibration: the proven κ against the threshold h.",
+            f"The κ proven at each threshold h for the same Receivers; the dotted line is the h "
+            f"used ({rel.h}). Look at how much a larger h would lower κ, and at what cost in "
+            "suppressed cells.",
             plots.calibration_plot(
                 xs, kappas, xlabel="threshold h", current=float(rel.h), target_kappa=target_kappa
             ),
@@ -63,22 +92,32 @@ def _figures(rel: Any, target_kappa: float | None) -> list[Figure]:
     figs.append(
         Figure(
             "loss.png",
-            "Per-cell relative loss under the worst prior in the class (counts on a log scale).",
-            plots.loss_histogram(losses, kappa=rel.kappa),
+            "How many cells reach each loss under the worst prior of the class: every cell with "
+            f"a true count below {rel.r} reaches κ, every other cell 0. Look at how many cells "
+            "are at κ: those are the ones the guarantee protects.",
+            plots.loss_histogram(
+                losses,
+                kappa=rel.kappa,
+                labels={
+                    0.0: f"published, or count {rel.r} or more",
+                    float(rel.kappa): f"suppressed, count below {rel.r}",
+                },
+            ),
         )
     )
     law = rel.receiver.worst_prior(rel.h)
-    upper = rel.h + max(rel.h, 10)
-    if hasattr(law, "ppf"):  # the bulk of a scipy law (99.9%), within reason
-        upper = int(min(max(upper, float(law.ppf(0.999)) + 1), 10 * upper))
+    upper = max(3 * rel.h, rel.h + 10)
     support = np.arange(upper)
     pmf = law.pmf(support) if hasattr(law, "pmf") else np.asarray(law, dtype=float)[: support.size]
     figs.append(
         Figure(
             "worst_cell.png",
-            "A small cell under the least favourable prior of the class: the Receiver's prior "
-            "against its posterior once the cell is suppressed.",
-            plots.cell_prior_posterior_plot(pmf, rel.h, cell="a small cell"),
+            f"The worst Receiver of the class for h = {rel.h}, whose prior puts only "
+            f"{percent(rel.alpha)} on counts below {rel.h}: its prior for a cell (blue) and its "
+            "belief once it sees the cell suppressed "
+            f"(red). Look at the counts below {rel.h}: each becomes at most e to the power κ "
+            "times more probable, and no more.",
+            plots.cell_prior_posterior_plot(pmf, rel.h),
         )
     )
     return figs
@@ -94,7 +133,8 @@ def table_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) -
             preview_section(
                 rel.published,
                 "The published table (released.*)",
-                " (a suppressed cell is published as missing, not as zero)",
+                "; a suppressed cell is published as missing, not as zero",
+                missing=rel.count,
             ),
             certificate_section(doc),
         ],

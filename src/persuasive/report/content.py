@@ -54,36 +54,50 @@ class ReportContent:
 
 
 def fmt(x: Any) -> str:
-    """A value for humans: 6 significant digits, ``inf`` for infinity, yes/no for booleans.
+    """A value for humans: 4 significant digits, ∞ for infinity, yes/no for booleans; integers
+    (counts) exactly.
 
     Examples
     --------
-    >>> fmt(1.0 / 3.0), fmt(float("inf")), fmt(True), fmt(None), fmt(12)
-    ('0.333333', 'inf', 'yes', '-', '12')
+    >>> fmt(1.0 / 3.0), fmt(float("inf")), fmt(True), fmt(None), fmt(12), fmt(1.51959)
+    ('0.3333', '∞', 'yes', '-', '12', '1.52')
     """
     if isinstance(x, bool) or x is None:
         return {True: "yes", False: "no", None: "-"}[x]
     if isinstance(x, (int, np.integer)):
         return str(int(x))
     if isinstance(x, (float, np.floating)):
-        return "inf" if math.isinf(x) else ("nan" if math.isnan(x) else f"{float(x):.6g}")
+        if math.isnan(x):
+            return "nan"
+        return ("∞" if x > 0 else "−∞") if math.isinf(x) else f"{float(x):.4g}"
     if x == "inf":
-        return "inf"
+        return "∞"
     return str(x)
 
 
 def certificate_section(doc: Mapping[str, Any]) -> Section:
     """The certificate, as every report states it (from its document)."""
+    from persuasive.report.words import proof_words
+
     g = doc["guarantee"]
     files = doc.get("publication", {}).get("files", [])
+    delta = float(g["delta"]) if not isinstance(g["delta"], str) else math.inf
     return Section(
         "The certificate (certificate.json)",
         pairs=[
             ("guarantee holds", fmt(bool(g["holds"]))),
-            ("κ (proven)", fmt(g["kappa"])),
-            ("δ", fmt(g["delta"])),
-            ("exact", "yes" if g["exact"] else "no (an upper bound)"),
-            ("basis", str(g["basis"])),
+            ("κ proven (nats)", fmt(g["kappa"])),
+            (
+                "δ, the probability the bound may fail",
+                "0 (it never fails)" if delta == 0 else fmt(g["delta"]),
+            ),
+            (
+                "exact",
+                "yes: some Receiver of the class reaches κ"
+                if g["exact"]
+                else "no: an upper bound (the worst case may be smaller)",
+            ),
+            ("proof", proof_words(str(g["basis"]))),
             *[(f"SHA-256 of {f['name']}", str(f["sha256"])) for f in files],
             ("digest", str(doc["digest"])),
             ("library", f"{doc['library']['name']} {doc['library']['version']}"),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import matplotlib
@@ -93,16 +93,25 @@ def calibration_plot(
             float(target_kappa), color=_ORANGE, ls="--", label=f"target κ = {target_kappa:g}"
         )
     if not finite.all():
-        ax.plot([], [], " ", label=f"{int((~finite).sum())} values with no guarantee (κ = ∞)")
+        bad = int((~finite).sum())
+        what = "value" if bad == 1 else "values"
+        ax.plot([], [], " ", label=f"{bad} {what} of the {xlabel} with no guarantee (κ = ∞)")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("κ (nats)")
-    ax.set_title("Calibration: the guarantee against the design parameter")
+    ax.set_ylabel("κ proven (nats)")
+    ax.set_title("How κ depends on the choice made", fontsize=11)
     ax.legend(loc="best", fontsize=8)
     return _png(fig)
 
 
-def loss_histogram(losses: Sequence[float] | np.ndarray, *, kappa: float | None = None) -> bytes:
-    """Histogram of the per-cell relative loss under the worst prior (log-scale counts).
+def loss_histogram(
+    losses: Sequence[float] | np.ndarray,
+    *,
+    kappa: float | None = None,
+    labels: Mapping[float, str] | None = None,
+) -> bytes:
+    """How many cells have each loss under the worst prior: one horizontal bar per distinct
+    loss value (rounded to 4 significant digits), labelled with its number of cells, or, beyond
+    12 distinct values, the cumulative share of cells against the loss.
 
     Parameters
     ----------
@@ -110,6 +119,9 @@ def loss_histogram(losses: Sequence[float] | np.ndarray, *, kappa: float | None 
         One loss per cell (nats); missing values are dropped.
     kappa : float, optional
         The certified κ, drawn as a vertical line (no cell can exceed it).
+    labels : mapping of float to str, optional
+        What the cells at a loss value are (``{0.0: "published or not small"}``), keyed by
+        the value.
 
     Returns
     -------
@@ -119,21 +131,37 @@ def loss_histogram(losses: Sequence[float] | np.ndarray, *, kappa: float | None 
     values = np.asarray(losses, dtype=float)
     values = values[np.isfinite(values)]
     fig, ax = _figure()
-    if values.size:
-        lo, hi = float(values.min()), float(values.max())
-        if kappa is not None and math.isfinite(kappa):
-            hi = max(hi, float(kappa))
-        bins = np.linspace(lo, hi + 1e-9 if hi > lo else lo + 1.0, 31)
-        ax.hist(values, bins=bins, color=_BLUE, edgecolor="white", log=True)
-        ax.set_ylim(bottom=0.5)  # a bar of one cell stays visible on the log scale
-    else:
+    finite_k = kappa is not None and math.isfinite(kappa)
+    distinct, counts = np.unique(
+        np.asarray([float(f"{v:.4g}") for v in values]), return_counts=True
+    )
+    if not values.size:
         ax.text(0.5, 0.5, "no cells", ha="center", va="center", transform=ax.transAxes)
-    if kappa is not None and math.isfinite(kappa):
-        ax.axvline(float(kappa), color=_ORANGE, ls="--", label=f"certified κ = {kappa:.4g}")
-        ax.legend(loc="best", fontsize=8)
-    ax.set_xlabel("relative loss Δ of the cell under the worst prior (nats)")
-    ax.set_ylabel("number of cells (log scale)")
-    ax.set_title(f"Per-cell loss distribution ({values.size} cells)")
+    elif distinct.size <= 12:
+        ys = np.arange(distinct.size)
+        ax.barh(ys, counts, color=_BLUE, height=0.6)
+        names = []
+        for v in distinct:
+            what = next((t for k, t in (labels or {}).items() if float(f"{k:.4g}") == v), "")
+            names.append(f"{v:.4g} nats" + (f"\n{what}" if what else ""))
+        ax.set_yticks(ys, names, fontsize=9)
+        for y, c in zip(ys, counts, strict=True):
+            share = 100 * c / values.size
+            ax.text(c, y, f"  {c} ({share:.3g} %)", va="center", fontsize=9)
+        ax.set_xlim(0, 1.3 * float(counts.max()))
+        ax.set_xlabel("number of cells")
+        ax.grid(False, axis="y")
+    else:
+        order = np.sort(values)
+        share = np.arange(1, order.size + 1) / order.size
+        ax.step(order, share, where="post", color=_BLUE)
+        if finite_k:
+            ax.axvline(float(kappa), color=_ORANGE, ls="--", label=f"κ = {kappa:.4g}")  # type: ignore[arg-type]
+            ax.legend(loc="lower right", fontsize=9)
+        ax.set_xlabel("loss of the cell under the worst prior (nats)")
+        ax.set_ylabel("share of cells with at most this loss")
+    title = f"Loss per cell under the worst prior\n{values.size} cells"
+    ax.set_title(title + (f"; κ = {kappa:.4g} nats" if finite_k else ""), fontsize=11)
     return _png(fig)
 
 
@@ -160,64 +188,80 @@ def cell_prior_posterior_plot(
         A PNG image.
     """
     q = np.clip(np.asarray(prior_pmf, dtype=float), 0.0, None)
-    support = np.arange(q.size)
     below = float(q[:h].sum())
-    post = np.where(support < h, q / below if below > 0 else 0.0, 0.0)
+    shown_max = int(min(q.size, max(3 * h, h + 10)))  # the counts around h, not the far tail
+    support = np.arange(shown_max)
+    qs = q[:shown_max]
+    post = np.where(support < h, qs / below if below > 0 else 0.0, 0.0)
     fig, ax = _figure()
     width = 0.4
-    ax.bar(support - width / 2, q, width, color=_BLUE, label="prior Q (worst in the class)")
-    ax.bar(support + width / 2, post, width, color=_ORANGE, label=f"posterior Q(· | X < {h})")
+    ax.bar(support - width / 2, qs, width, color=_BLUE, label="before: the worst prior")
+    ax.bar(support + width / 2, post, width, color=_ORANGE, label="after: the cell is suppressed")
     ax.axvline(h - 0.5, color=_GREY, ls=":", label=f"threshold h = {h}")
     if count is not None:
         ax.axvline(float(count), color="black", lw=0.8, label=f"true count {count}")
     gain = -math.log(below) if below > 0 else math.inf
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("cell count")
+    ax.set_xlabel("count of the cell" + (f" {cell}" if cell else ""))
     ax.set_ylabel("probability")
-    where = f" {cell}" if cell else ""
+    factor = f"{1 / below:.2g}" if below > 0 else "∞"
     ax.set_title(
-        f"Worst cell{where}\nprior mass below h: Q(X < {h}) = {below:.4g}; "
-        f"log-score gain −log Q(X < {h}) = {gain:.4g} nats",
+        f"The worst prior puts {100 * below:.3g} % on counts below {h}\n"
+        f"once suppressed, each small count becomes {factor} times more probable "
+        f"(κ = {gain:.3g} nats)",
         fontsize=10,
     )
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="upper right", fontsize=8)
     return _png(fig)
 
 
 def gaussian_prior_posterior_plot(kappa: float, r1: float, r2: float) -> bytes:
-    r"""Prior :math:`N(0,1)` and a posterior attaining κ for one standardised individual.
+    r"""The Receiver of Prop 7's class that attains κ = r1 + log r2 for the exact mean, for its
+    most exposed person, in that person's prior standard units.
 
-    The posterior :math:`N(z, s^2)` is centred on the truth :math:`z`, with κ split between the
-    squared-error and log-variance terms of the Dawid–Sebastiani score in the proportion
-    :math:`r_1 : \log r_2`, so that :math:`z^2 + \log(1/s^2) = \kappa`.
+    The construction of docs/math.md §8 ("the bound is attained"): the person's value has
+    prior :math:`N(0, 1)` and correlation :math:`\rho` with the mean, :math:`\rho^2 = 1 - 1/r_2`;
+    the mean is :math:`w = \sqrt{r_1}` prior sds above the prior guess; the true value is
+    :math:`z = w/\rho`. Given the mean the posterior is :math:`N(\rho w, 1 - \rho^2)`, and
+    :math:`D(\text{prior}, z) - D(\text{posterior}, z) = r_1 + \log r_2`: the density at the
+    true value rises :math:`e^{\kappa/2}`-fold. The picture therefore depends on (r1, r2).
 
     Parameters
     ----------
     kappa : float
-        The certified κ (finite, > 0).
+        The certified κ (finite, > 0): r1 + log r2 for the exact mean.
     r1, r2 : float
-        The radii of the Gaussian prior class 𝒢^r.
+        The Receivers' bounds (r1 > 0, r2 > 1).
 
     Returns
     -------
     bytes
         A PNG image.
     """
-    share = r1 / (r1 + math.log(r2)) if r1 + math.log(r2) > 0 else 1.0
-    z = math.sqrt(max(kappa * share, 0.0))
-    s = math.exp(-0.5 * kappa * (1.0 - share))
-    grid = np.linspace(-4.0, max(4.0, z + 4 * s), 600)
+    rho = math.sqrt(max(1.0 - 1.0 / r2, 1e-12))
+    w = math.sqrt(r1)
+    z = w / rho
+    m, s = rho * w, math.sqrt(1.0 / r2)
+    grid = np.linspace(min(-4.0, m - 4 * s), max(4.0, z + 1.5, m + 4 * s), 600)
 
-    def density(m: float, sd: float) -> np.ndarray:
-        out: np.ndarray = np.exp(-0.5 * ((grid - m) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+    def density(mu: float, sd: float) -> np.ndarray:
+        out: np.ndarray = np.exp(-0.5 * ((grid - mu) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
         return out
 
+    def at(mu: float, sd: float) -> float:
+        return math.exp(-0.5 * ((z - mu) / sd) ** 2) / (sd * math.sqrt(2 * math.pi))
+
     fig, ax = _figure()
-    ax.plot(grid, density(0.0, 1.0), color=_BLUE, label="prior N(0, 1)")
-    ax.plot(grid, density(z, s), color=_ORANGE, label=f"posterior N({z:.3g}, {s:.3g}²)")
-    ax.axvline(z, color="black", lw=0.8, label=f"true value z = {z:.3g}")
-    ax.set_xlabel("standardised value of one individual")
-    ax.set_ylabel("density")
-    ax.set_title(f"A Receiver attaining κ = {kappa:.4g} (illustration)")
-    ax.legend(loc="best", fontsize=8)
+    ax.plot(grid, density(0.0, 1.0), color=_BLUE, label="before: the prior")
+    ax.plot(grid, density(m, s), color=_ORANGE, label="after: given the published mean")
+    ax.axvline(z, color="black", lw=0.8, label=f"the person's true value ({z:.3g})")
+    ax.plot([z, z], [at(0.0, 1.0), at(m, s)], "o", color="black", ms=4)
+    ax.set_xlabel("the person's value, in prior standard deviations from the prior guess")
+    ax.set_ylabel("probability density")
+    ax.set_title(
+        f"The worst Receiver for r1 = {r1:g}, r2 = {r2:g}\nthe density at the true value rises "
+        f"{at(m, s) / at(0.0, 1.0):.2g}-fold (κ = {kappa:.4g} nats)",
+        fontsize=10,
+    )
+    ax.legend(loc="upper left", fontsize=8)
     return _png(fig)

@@ -56,8 +56,16 @@ from persuasive.report.kinds import (
     number,
     one_file,
 )
+from persuasive.report.words import plural
 
-__all__ = ["ENCODING", "KIND", "LinearParams", "decode_members", "encode_members"]
+__all__ = [
+    "ENCODING",
+    "KIND",
+    "LinearParams",
+    "decode_members",
+    "encode_members",
+    "linear_sentence",
+]
 
 #: How a statistic's covered records are written in ``design.statistics[j].members``.
 ENCODING = "base64(zlib(packbits(bitorder=little)))"
@@ -108,6 +116,46 @@ class LinearParams:
 
 def _these(k: int) -> str:
     return "this linear statistic" if k == 1 else f"these {k} linear statistics"
+
+
+def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> str:
+    """The guarantee of linear statistics in plain words: who is covered, κ with its unit, and
+    one line saying what the unit means (no symbol, class name or formula); the sentence ends
+    before the target clause (:func:`persuasive.report.kinds.not_met`)."""
+    from persuasive.report.kinds.mean import gaussian_receiver
+    from persuasive.report.words import kappa_text, number, proof_words, unit_line
+
+    how = (
+        "exactly"
+        if p.noise_sd is None
+        else f"with Gaussian noise of standard deviation {number(p.noise_sd)} added to each"
+    )
+    v_part = (
+        f", whose prior standard deviation of each statistic is at most {number(p.max_stat_sd)}"
+        if p.max_stat_sd is not None
+        else ""
+    )
+    of = "the statistic" if len(p.statistics) == 1 else "the statistics"
+    who = gaussian_receiver(
+        p.r1,
+        p.r2,
+        of=of,
+        balance=f"the largest eigenvalue of the prior correlation matrix is at most {number(p.r2)}"
+        f" × (the smallest share of a person's prior variance that {of} would leave unexplained "
+        "if people were independent) times the smallest",
+        max_sd=v_part,
+    )
+    prob = "" if delta == 0 else f", except with probability at most {number(delta)}"
+    return (
+        f"Publishing {_these(len(p.statistics))} of “{p.value}” {how} protects every individual "
+        f"against {who}. Such a Receiver's Dawid–Sebastiani score (a score of a belief's mean "
+        f"and variance) of any one person's value improves by at most κ = {kappa_text(kappa)} "
+        f"nats{prob}: "
+        + unit_line(
+            kappa, what="that person's true value", density=True, believed="such a Receiver"
+        )
+        + f". Proof: {proof_words(basis)}."
+    )
 
 
 class LinearKind:
@@ -225,8 +273,9 @@ class LinearKind:
                     "delta": p.delta,
                     "exact": True,
                     "basis": basis,
-                    "statement": f"No guarantee: the statistics reveal {len(exposed)} "
-                    f"individual(s) exactly, whatever the Receiver's Gaussian prior ({who}).",
+                    "statement": f"No guarantee: the statistics reveal "
+                    f"{plural(len(exposed), 'individual')} exactly, whatever the Receiver's "
+                    f"Gaussian prior ({who}).",
                 },
                 notes=[],
             )
@@ -235,15 +284,7 @@ class LinearKind:
         kappa = math.inf if p.target_kappa is None else p.target_kappa
         cert = pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, kappa, p.delta))
         holds = holds_of(cert)
-        how = "exactly" if p.noise_sd is None else f"with Gaussian noise of sd {p.noise_sd:g}"
-        prob = "" if cert.delta == 0 else f" except with probability at most {cert.delta:g}"
-        text = (
-            f"Publishing {_these(len(p.statistics))} {how} protects every "
-            f"individual against any Receiver with a Gaussian prior in the class G^r_A (r1 = "
-            f"{p.r1:g}, r2 = {p.r2:g}): such a Receiver cannot improve its Dawid-Sebastiani "
-            f"score for any one person's value by more than {cert.kappa:.4g} nats{prob} "
-            f"({cert.basis})."
-        )
+        text = linear_sentence(p, cert.kappa, cert.delta, cert.basis)
         return certified(
             cert,
             text + not_met(p.target_kappa, holds),

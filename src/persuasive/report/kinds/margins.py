@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report.kinds import Body, Publication, names, need, not_met, number, one_file
 
-__all__ = ["KIND", "MarginsParams"]
+__all__ = ["KIND", "MarginsParams", "margin_words", "margins_sentence"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,47 @@ class MarginsParams:
     keys: tuple[str, ...]
     count: str
     target_kappa: float | None = None
+
+
+def margin_words(names: tuple[str, ...] | list[str]) -> str:
+    """The published margins in words: ``religious`` → "the totals by religious", ``a+b`` →
+    "by a and b", ``total`` → "the grand total"."""
+    parts = [
+        "the grand total" if m == "total" else "the totals by " + " and ".join(m.split("+"))
+        for m in names
+    ]
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def margins_sentence(p: MarginsParams, kappa: float, *, certified: bool, disclosed: int) -> str:
+    """The guarantee of a table with margins in plain words: who is covered, κ with its unit,
+    and one line saying what the unit means (no symbol, class name or formula)."""
+    from persuasive.report.words import kappa_text, plural, receiver_words, unit_line
+
+    if not certified:
+        return (
+            "No guarantee: for some suppressed cells the exact computation was too large, and "
+            "their κ is only a random-sampling estimate, not a proof."
+        )
+    who = (
+        f"{receiver_words(p.receiver.describe())}, the cells independent, and the cell means "
+        "free to vary as a log-linear model of the published margins (for rows and columns: "
+        "each cell's mean a row factor times a column factor)"
+    )
+    shown = (
+        f"; {plural(disclosed, 'suppressed cell')} {'is' if disclosed == 1 else 'are'} "
+        "nevertheless disclosed by the margins, and κ accounts for it"
+        if disclosed
+        else ""
+    )
+    return (
+        f"Cells with a count below {p.h} are suppressed (and, where needed, other cells too), "
+        f"and {margin_words(p.margins)} are published exactly. Against {who}, the publication "
+        f"guarantees κ = {kappa_text(kappa)} nats for every suppressed cell whose true count is "
+        f"below {p.r}, whichever table consistent with the publication is the true one{shown}: "
+        + unit_line(kappa, what="the true count of such a cell", believed="such a Receiver")
+        + "."
+    )
 
 
 class MarginsKind:
@@ -160,19 +201,8 @@ class MarginsKind:
         within = p.target_kappa is None or kappa <= p.target_kappa
         holds = certified and within and math.isfinite(kappa)
         n_disc = sum(c["disclosed"] is True for c in cells)
-        if not certified:
-            text = (
-                "No guarantee: some suppressed cells lie in a component too large for the exact "
-                "computation; their κ is a Monte Carlo estimate, not a proof."
-            )
-        else:
-            text = (
-                f"With its margins published exactly, no suppressed cell lets a Receiver of the "
-                f"class ({mc.class_statement(p.receiver)}) raise its log-score on a small count "
-                f"by more than {kappa:.4g} nats, for every table consistent with the publication"
-                + (f"; {n_disc} suppressed cell(s) are disclosed by the margins" if n_disc else "")
-                + "."
-            )
+        text = margins_sentence(p, kappa, certified=certified, disclosed=n_disc)
+        if certified:
             text += not_met(p.target_kappa, within)
         return Body(
             guarantee={

@@ -39,7 +39,7 @@ from persuasive.report.kinds import (
     one_file,
 )
 
-__all__ = ["KIND", "MeanParams", "mean_sentence"]
+__all__ = ["KIND", "MeanParams", "gaussian_receiver", "mean_sentence"]
 
 
 @dataclass(frozen=True)
@@ -56,28 +56,70 @@ class MeanParams:
     target_kappa: float | None = None
 
 
-def mean_sentence(p: MeanParams, kappa: float, delta: float, basis: str, holds: bool) -> str:
-    """The guarantee of a released mean in one plain sentence."""
-    what = (
-        "the mean"
-        if p.group is None
-        else f"one mean of {p.value!r} per {p.group!r} group (to a Receiver whose prior treats "
-        "the groups as independent)"
+def gaussian_receiver(r1: float, r2: float, *, of: str, balance: str, max_sd: str = "") -> str:
+    """The Gaussian Receivers of Prop 7's class (and its generalisation to linear statistics)
+    in words: the prior guess of ``of`` at most √r1 prior standard deviations off, correlations
+    balanced as ``balance`` says (r2), and what that implies: ``of`` explains at most
+    1 − 1/r2 of any one person's prior variance (docs/math.md §8, proof step 3)."""
+    from persuasive.report.words import number, percent
+
+    sd = math.sqrt(r1)
+    sds = "standard deviation" if f"{sd:.4g}" == "1" else "standard deviations"
+    return (
+        f"any Receiver whose prior on the data is Gaussian, whose prior guess of {of} is at "
+        f"most {sd:.4g} prior {sds} away from the truth (r1 = {number(r1)}, the square of that "
+        f"distance), and whose prior correlations are balanced (r2 = {number(r2)}: {balance})"
+        f"{max_sd}, so that {of} {'explain' if of.endswith('statistics') else 'explains'} at "
+        f"most {percent(1 - 1 / r2)} of any one person's "
+        "prior variance"
     )
-    how = "exactly" if p.noise_sd is None else f"with Gaussian noise of sd {p.noise_sd:g}"
+
+
+def mean_sentence(p: MeanParams, kappa: float, delta: float, basis: str, holds: bool) -> str:
+    """The guarantee of a released mean in plain words: who is covered, κ with its unit, and
+    one line saying what the unit means (no symbol, class name or formula)."""
+    from persuasive.report.words import kappa_text, number, proof_words, unit_line
+
+    what = (
+        f"the mean of “{p.value}”"
+        if p.group is None
+        else f"one mean of “{p.value}” per “{p.group}” group"
+    )
+    how = (
+        "exactly"
+        if p.noise_sd is None
+        else f"with Gaussian noise of standard deviation {number(p.noise_sd)} added"
+    )
     v_part = (
-        f", whose prior sd of the mean is at most {p.max_mean_sd:g}"
+        f", whose prior standard deviation of the mean is at most {number(p.max_mean_sd)}"
         if p.max_mean_sd is not None
         else ""
     )
-    prob = "" if delta == 0 else f" except with probability at most {delta:g}"
+    of = "the mean" if p.group is None else "each group's mean"
+    who = gaussian_receiver(
+        p.r1,
+        p.r2,
+        of=of,
+        balance=f"the largest eigenvalue of the prior correlation matrix is at most {number(p.r2)}"
+        " × (1 − the largest share of one person in the total prior variance) times the "
+        "smallest",
+        max_sd=v_part,
+    )
+    if p.group is not None:
+        who = who.replace(
+            "any Receiver whose prior",
+            "any Receiver whose prior treats the groups as independent, whose prior",
+            1,
+        )
+    prob = "" if delta == 0 else f", except with probability at most {number(delta)}"
     text = (
-        f"Publishing {what} {how} protects every individual against any Receiver with a "
-        f"Gaussian prior on the data whose guess of the mean is within sqrt(r1) = "
-        f"{math.sqrt(p.r1):.4g} prior sds of the true mean, whose correlations satisfy "
-        f"c_Phi <= {p.r2:g} * (1 - max_i sigma_i^2 / sum_j sigma_j^2){v_part}: such a Receiver "
-        f"cannot improve its Dawid-Sebastiani score for any one person's value by more than "
-        f"{kappa:.4g} nats{prob} ({basis})."
+        f"Publishing {what} {how} protects every individual against {who}. Such a Receiver's "
+        f"Dawid–Sebastiani score (a score of a belief's mean and variance) of any one person's "
+        f"value improves by at most κ = {kappa_text(kappa)} nats{prob}: "
+        + unit_line(
+            kappa, what="that person's true value", density=True, believed="such a Receiver"
+        )
+        + f". Proof: {proof_words(basis)}."
     )
     return text + not_met(p.target_kappa, holds)
 

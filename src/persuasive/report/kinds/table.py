@@ -64,21 +64,43 @@ class TableParams:
             raise ValidationError(f"receiver must be a Receiver model; got {self.receiver!r:.60}")
 
 
-def _percent(alpha: float) -> str:
-    return f"{100 * alpha:.3g}%"
+def sentence(
+    alpha: float,
+    h: int,
+    kappa: float,
+    holds: bool,
+    target: float | None,
+    *,
+    receiver: Mapping[str, Any] | None = None,
+    r: int | None = None,
+) -> str:
+    """The guarantee of a suppressed table in plain words: who is covered, κ with its unit,
+    and one line saying what the unit means (no symbol, class name or formula).
 
+    ``receiver`` is the Receiver model's ``describe()`` (None: the class stated by α alone);
+    ``r`` the score threshold (default h): the cells whose true count is below r are the
+    sensitive ones the guarantee is about.
+    """
+    from persuasive.report.words import kappa_text, percent, receiver_words, unit_line
 
-def sentence(alpha: float, h: int, kappa: float, holds: bool, target: float | None) -> str:
-    """The guarantee of a suppressed table in one plain sentence."""
+    r = h if r is None else r
+    by_alpha = (
+        f"a Receiver whose prior for each cell puts at least {percent(alpha)} on counts below {h}"
+    )
+    if receiver is None or receiver.get("model") == "small_cell":
+        who = by_alpha
+    else:
+        who = f"{receiver_words(receiver)} (more generally, {by_alpha})"
     if not math.isfinite(kappa):
         return (
-            f"No guarantee: a Receiver whose prior puts at least {_percent(alpha)} on counts "
-            f"below {h} is not bounded (κ = ∞)."
+            f"No guarantee (κ = ∞): against {who}, a suppressed cell can reveal that its count "
+            "is small with no limit on what is learnt."
         )
     text = (
-        f"A Receiver whose prior puts at least {_percent(alpha)} on small counts cannot raise "
-        f"its log-score on any small cell by more than {kappa:.4g} nats (a small count is one "
-        f"below {h})."
+        f"Cells with a count below {h} are suppressed. Against {who}, the published table "
+        f"guarantees κ = {kappa_text(kappa)} nats for every cell whose true count is below {r}: "
+        + unit_line(kappa, what="the true count of such a cell", believed="such a Receiver")
+        + ". Proof: Bon et al. 2026, Proposition 8."
     )
     return text + not_met(target, holds)
 
@@ -154,7 +176,10 @@ class TableKind:
         )
         cert = certify(CellSuppression(p.h), definition)
         holds = holds_of(cert)
-        return certified(cert, sentence(alpha, p.h, cert.kappa, holds, p.target_kappa))
+        statement = sentence(
+            alpha, p.h, cert.kappa, holds, p.target_kappa, receiver=p.receiver.describe(), r=p.r
+        )
+        return certified(cert, statement)
 
     def read_publication(self, p: TableParams, files: Mapping[str, Path]) -> Publication:
         from persuasive.files.reading import ROW, count_checks, count_expr, scan
