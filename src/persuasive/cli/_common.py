@@ -21,13 +21,16 @@ import typer
 
 __all__ = [
     "DataArg",
+    "EncodingOpt",
     "ForceOpt",
     "JsonOpt",
     "OutOpt",
     "QuietOpt",
     "ReportOpt",
+    "SeparatorOpt",
     "check_all",
     "checked",
+    "data_file",
     "emit_json",
     "num",
     "print_pairs",
@@ -56,7 +59,11 @@ def checked(option: str, value: Any) -> Any:
 # --------------------------------------------------------------------------------------------
 
 DataArg = Annotated[
-    Path, typer.Argument(help="The data: a .csv or .parquet file.", show_default=False)
+    Path,
+    typer.Argument(
+        help="The data: a .csv, .parquet, Stata .dta, SPSS .sav/.zsav or SAS .sas7bdat/.xpt file.",
+        show_default=False,
+    ),
 ]
 OutOpt = Annotated[
     str,
@@ -91,12 +98,33 @@ TargetOpt = Annotated[
 ]
 R1Opt = Annotated[float | None, opt("--r1", "Receivers: squared prior-mean error bound r1 > 0.")]
 R2Opt = Annotated[float | None, opt("--r2", "Receivers: correlation bound r2 > 1.")]
+SeparatorOpt = Annotated[
+    str | None,
+    opt("--separator", "CSV field separator: one character, e.g. ';' (or 'tab'); default ','."),
+]
+EncodingOpt = Annotated[
+    str | None,
+    opt(
+        "--encoding",
+        "Text encoding of the data, e.g. latin-1 or cp1252 (default utf-8); output is UTF-8.",
+    ),
+]
 
 
 def check_all(**options: Any) -> dict[str, Any]:
     """Every option value checked against its declared domain: ``check_all(r1=..., delta=...)``
     (names as in :data:`persuasive._domains.RELEASE`; None passes through)."""
     return {name: checked("--" + name.replace("_", "-"), value) for name, value in options.items()}
+
+
+def data_file(data: Path, separator: str | None, encoding: str | None) -> Any:
+    """The DATA argument with --separator and --encoding: a :class:`persuasive.files.DataFile`
+    (checked here, before any work: one ``error:`` line naming the option)."""
+    from persuasive.files.sources import DataFile, encoding_of, separator_of
+
+    sep = separator_of(separator, name="--separator")
+    enc = encoding_of(encoding, name="--encoding")
+    return DataFile(data, separator=sep, encoding=enc)
 
 
 # --------------------------------------------------------------------------------------------

@@ -147,6 +147,8 @@ def linear_cmd(
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     json_: JsonOpt = False,
+    separator: c.SeparatorOpt = None,
+    encoding: c.EncodingOpt = None,
 ) -> None:
     """Release linear statistics (means and sums over subsets) of a column, or refuse.
 
@@ -159,6 +161,7 @@ def linear_cmd(
     from persuasive.release.linear import release_linear
     from persuasive.release.pipeline import table_format_of
 
+    source = c.data_file(data, separator, encoding)
     output = Output.of(out, force, data, "linear", table_format_of(None, format_), report, json_)
     if r1 is None or r2 is None:
         raise ValidationError(
@@ -190,7 +193,7 @@ def linear_cmd(
         ("read", "release", "write", "certify", "report", "verify"), quiet or json_
     ) as step:
         step("read")
-        frame = rd.scan(data, text=[value], infer=True).collect()
+        frame = rd.scan(source, text=[value], infer=True).collect()
         step("release")
         release = release_linear(
             frame,

@@ -83,6 +83,8 @@ def mean_cmd(
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     json_: JsonOpt = False,
+    separator: c.SeparatorOpt = None,
+    encoding: c.EncodingOpt = None,
 ) -> None:
     """Release the mean of a column (one per group with --group) and certify it (Prop 7).
 
@@ -94,6 +96,7 @@ def mean_cmd(
     from persuasive.release import means
     from persuasive.release.pipeline import table_format_of
 
+    source = c.data_file(data, separator, encoding)
     output = Output.of(out, force, data, "mean", table_format_of(None, format_), report, json_)
     if r2 is None:
         raise ValidationError(
@@ -148,12 +151,12 @@ def mean_cmd(
         step("read")
         release: Any
         if group is None:
-            frame = means.read_values(data, column)
+            frame = means.read_values(source, column)
             release = means.release_mean(
                 frame.get_column(column).to_numpy(), column=column, **params
             )
         else:
-            release = means.release_group_means(data, value=column, group=group, **params)
+            release = means.release_group_means(source, value=column, group=group, **params)
         rows = [
             ("input", str(data)),
             ("column", column + (f", one mean per {group}" if group else "")),

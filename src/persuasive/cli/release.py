@@ -138,6 +138,8 @@ def table_cmd(
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     json_: JsonOpt = False,
+    separator: c.SeparatorOpt = None,
+    encoding: c.EncodingOpt = None,
     margins: Annotated[
         str | None,
         opt(
@@ -163,6 +165,7 @@ def table_cmd(
     from persuasive.release.pipeline import table_format_of
 
     ks = c.key_list(keys)
+    source = c.data_file(data, separator, encoding)
     kind = "margins" if margins else "table"
     output = Output.of(out, force, data, kind, table_format_of(data, format_), report, json_)
     h, r, target_kappa = (
@@ -176,7 +179,7 @@ def table_cmd(
 
         raise typer.Exit(
             run_margins(
-                data,
+                source,
                 output.folder,
                 keys=ks,
                 count=count,
@@ -209,7 +212,7 @@ def table_cmd(
             notes.append(f"calibrated: the smallest h with κ ≤ {target_kappa:g} is h = {h}")
         step("read")
         release = release_table(
-            data, keys=ks, count=count, h=h, receiver=receiver, r=r, target_kappa=target_kappa
+            source, keys=ks, count=count, h=h, receiver=receiver, r=r, target_kappa=target_kappa
         )
         s = release.summary()
         rows = [

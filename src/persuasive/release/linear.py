@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
+from persuasive.files.sources import Source
 from persuasive.linear.exposure import LinearExposure, combination_of, exposures
 from persuasive.release import display
 from persuasive.release.statistics import Statistic, build_rows
@@ -174,7 +175,7 @@ def _reference(n: int) -> tuple[NDArray[np.float64], Any]:
 
 
 def release_linear(
-    frame: pl.DataFrame | pl.LazyFrame,
+    frame: Source,
     *,
     value: str,
     statistics: Iterable[Any],
@@ -191,8 +192,9 @@ def release_linear(
 
     Parameters
     ----------
-    frame : polars.DataFrame or LazyFrame
-        One row per individual.
+    frame : path, DataFile, polars DataFrame or LazyFrame, pandas DataFrame or pyarrow Table
+        One row per individual (a CSV file's ``value`` column is parsed exactly, the other
+        columns' types are inferred for the SQL conditions).
     value : str
         The numeric column the statistics are computed on.
     statistics : iterable of (name, kind, where) or Statistic
@@ -240,6 +242,10 @@ def release_linear(
     """
     from persuasive.linear import LinearGaussianClass
 
+    if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
+        from persuasive.files.reading import scan
+
+        frame = scan(frame, text=[value], infer=True)
     stats, a, x = build_rows(frame, statistics, value)
     r1 = dm.check("r1", r1)
     r2 = dm.check("r2", r2)

@@ -36,6 +36,7 @@ from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.certify.noisy_mean_laplace import LAPLACE_NO_FINITE_KAPPA
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.files import reading as rd
+from persuasive.files.sources import is_table
 from persuasive.release import display
 from persuasive.release.calibrate import calibrate_mean as calibrate_mean
 from persuasive.report.kinds.mean import KIND as MEAN_KIND
@@ -278,6 +279,7 @@ def _check_n(n: int, r2: float, where: str) -> None:
 def read_values(source: rd.Source, column: str, group: str | None = None) -> pl.DataFrame:
     """The value column (Float64, parsed once from text in a CSV) and the group column (text as
     written), validated in one pass: every value present and finite, every group present."""
+    source = rd.as_source(source)  # a pandas or pyarrow table is converted here, once
     names = rd.header(source)
     rd.require(names, value=column, group=[group] if group else [])
     if group == column:
@@ -314,8 +316,10 @@ def release_mean(
 
     Parameters
     ----------
-    values : array_like, shape (n,)
-        Finite real numbers, n >= 2 and r2 >= n/(n-1).
+    values : array_like, shape (n,), or a table
+        Finite real numbers, n >= 2 and r2 >= n/(n-1). Or a table holding them in the column
+        ``column``: a path, a :class:`persuasive.files.DataFile`, a polars, pandas or pyarrow
+        table (read exactly, :func:`read_values`).
     r1, r2 : float
         The class :math:`\mathcal G^r_x` of Prop 7 (r1 > 0, r2 > 1).
     noise : None, ("gaussian", sigma) or ("laplace", scale)
@@ -341,6 +345,8 @@ def release_mean(
     >>> release_mean([1e308, 1e308, 1e308], r1=1.0, r2=4.0).value
     1e+308
     """
+    if is_table(values):
+        values = read_values(values, column).get_column(column).to_numpy()
     arr = _values(values)
     p = _params(r1, r2, _noise(noise), max_mean_sd, delta, column, None, target_kappa)
     _check_n(arr.size, p.r2, "values")

@@ -309,13 +309,18 @@ def exit_status(outcome: Outcome) -> int:
 
 
 def table_format_of(path: str | os.PathLike[str] | None, given: str | None) -> str:
-    """The output table format: ``given``, else the input's, else CSV."""
-    from persuasive.files.reading import format_of
+    """The output table format: ``given``, else the input's if a release writes it (CSV or
+    Parquet), else CSV (a release read from a Stata, SPSS or SAS file writes CSV)."""
+    from persuasive.files.reading import OUTPUT_FORMATS, format_of
 
     if given is not None:
-        if given not in ("csv", "parquet"):
-            raise ValidationError(f"--format must be csv or parquet; got {given!r}")
+        if given not in OUTPUT_FORMATS:
+            raise ValidationError(
+                "--format must be csv or parquet (a release writes CSV or Parquet; Stata, SPSS "
+                f"and SAS files are read, not written); got {given!r}"
+            )
         return given
     if isinstance(path, (str, os.PathLike)):
-        return format_of(path)
+        fmt = format_of(path)
+        return fmt if fmt in OUTPUT_FORMATS else "csv"
     return "csv"

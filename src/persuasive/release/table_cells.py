@@ -383,6 +383,7 @@ def read_cells_for_release(
 ) -> tuple[pl.DataFrame, Suppressed | None]:
     """The cells (:func:`read_cells`), and the published count column when the checks made it
     (with ``h``; see :func:`_fast_cells`)."""
+    source = rd.as_source(source)  # a pandas or pyarrow table is converted here, once
     names = rd.header(source)
     rd.require(names, key=list(keys), count=count)
     if isinstance(source, pl.DataFrame):
