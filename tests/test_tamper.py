@@ -221,6 +221,7 @@ PARAMETERS = {
         "claim.receiver",
         "claim.columns",
         "claim.target_kappa",
+        "claim.absent",
     ),
     "mean": (
         "claim.spec.mechanism",
@@ -251,6 +252,7 @@ PARAMETERS = {
         "claim.h",
         "claim.r",
         "claim.target_kappa",
+        "claim.absent",
     ),
 }
 PARAMETERS["group_means"] = PARAMETERS["mean"]

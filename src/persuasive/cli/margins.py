@@ -62,8 +62,12 @@ def run_margins(
     report: bool,
     quiet: bool,
     json_: bool,
+    microdata: bool = False,
+    absent: str = "zero",
 ) -> int:
-    """The ``--margins`` route of ``release table``; returns the exit status."""
+    """The ``--margins`` route of ``release table``; returns the exit status. With
+    ``microdata`` the records of ``data`` are counted first; absent key combinations are counts
+    of zero (``absent="structural"`` is refused with margins)."""
     from persuasive.errors import ValidationError
     from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.margins import (
@@ -88,6 +92,12 @@ def run_margins(
         raise ValidationError(f"--objective must be {' or '.join(OBJECTIVES)}; got {objective!r}")
     if bound not in (None, *BOUNDS):
         raise ValidationError(f"--bound must be {' or '.join(BOUNDS)}; got {bound!r}")
+    if absent == "structural":
+        raise ValidationError(
+            "--absent structural is not available with --margins: the margins engine has no "
+            "cells known to be zero; drop --absent (absent combinations are then counts of zero) "
+            "or release the table without --margins"
+        )
     check_margins_receiver(receiver)
     given: Any = margins
     if Path(margins).suffix.lower() in (".csv", ".parquet", ".pq"):  # published totals to check
@@ -109,6 +119,8 @@ def run_margins(
                 objective=objective or "count",
                 bound=bound or "publication",
                 r=r,
+                microdata=microdata,
+                absent=absent,
             )
         except InfeasiblePlanError as exc:
             c.stop_progress()

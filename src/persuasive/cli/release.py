@@ -115,7 +115,9 @@ def table_cmd(
     data: DataArg,
     out: OutOpt,
     keys: Annotated[str, opt("--keys", "Key columns, comma-separated.")],
-    count: Annotated[str, opt("--count", "The count column.")],
+    count: Annotated[
+        str | None, opt("--count", "The count column (with --microdata: its name, default n).")
+    ] = None,
     h: Annotated[int | None, opt("--h", "Suppress cells below h: an integer in [2, 10^6].")] = None,
     alpha: Annotated[
         float | None, opt("--alpha", "Receivers: every prior with P(cell < h) >= A, A in (0, 1].")
@@ -155,6 +157,26 @@ def table_cmd(
         str | None,
         opt("--bound", "With --margins: plan against 'publication' (default) or 'table'."),
     ] = None,
+    microdata: Annotated[
+        bool,
+        typer.Option(
+            "--microdata",
+            help="DATA holds one record per unit: count the records per combination of "
+            "--keys first (--count then names the count column, default n).",
+        ),
+    ] = False,
+    weight: Annotated[
+        str | None,
+        opt("--weight", "Refused: Prop 8 certifies counts of records, not weighted totals."),
+    ] = None,
+    absent: Annotated[
+        str | None,
+        opt(
+            "--absent",
+            "Absent key combinations: 'zero' (counts of zero, suppressed like any cell; "
+            "default) or 'structural' (known structural zeros, not published).",
+        ),
+    ] = None,
 ) -> None:
     """Suppress the cells below h of a count table and certify it (Prop 8).
 
@@ -162,10 +184,19 @@ def table_cmd(
     guarantee holds, 1 when it does not, 2 on bad input, 3 on an internal error.
     """
     from persuasive.errors import ValidationError
+    from persuasive.release import grid
     from persuasive.release.pipeline import table_format_of
 
     ks = c.key_list(keys)
     source = c.data_file(data, separator, encoding)
+    grid.refuse_weight(weight, option="--weight")
+    absent = grid.check_absent("zero" if absent is None else absent, option="--absent")
+    if count is None and not microdata:
+        raise ValidationError(
+            "--count: name the count column of the table, or pass --microdata to count the "
+            "records of DATA (one row per unit) into a table"
+        )
+    count = "n" if count is None else count
     kind = "margins" if margins else "table"
     output = Output.of(out, force, data, kind, table_format_of(data, format_), report, json_)
     h, r, target_kappa = (
@@ -194,6 +225,8 @@ def table_cmd(
                 report=report,
                 quiet=quiet,
                 json_=json_,
+                microdata=microdata,
+                absent=absent,
             )
         )
     if (h is None) == (target_kappa is None):
@@ -212,7 +245,15 @@ def table_cmd(
             notes.append(f"calibrated: the smallest h with κ ≤ {target_kappa:g} is h = {h}")
         step("read")
         release = release_table(
-            source, keys=ks, count=count, h=h, receiver=receiver, r=r, target_kappa=target_kappa
+            source,
+            keys=ks,
+            count=count,
+            h=h,
+            receiver=receiver,
+            r=r,
+            target_kappa=target_kappa,
+            microdata=microdata,
+            absent=absent,
         )
         s = release.summary()
         rows = [

@@ -283,22 +283,44 @@ class MarginTable:
 
     @classmethod
     def from_frame(
-        cls, frame: Any, *, keys: Sequence[str], count: str, h: int, margins: Any = None
+        cls,
+        frame: Any,
+        *,
+        keys: Sequence[str],
+        count: str,
+        h: int,
+        margins: Any = None,
+        absent: str | None = None,
     ) -> MarginTable:
         """Build from a long polars DataFrame (one row per cell of a complete grid).
 
-        The levels of each key are sorted; ``levels`` (name -> labels) is attached.
+        The levels of each key are sorted; ``levels`` (name -> labels) is attached. With
+        ``absent="zero"`` the frame may omit combinations of the observed levels: each is a
+        cell of count 0 (``docs/release.md``, "Sparse tables and structural zeros").
         """
+        if absent not in (None, "zero"):
+            raise ValidationError(
+                f"absent must be None (a complete grid) or 'zero' (absent combinations are "
+                f"counts of zero); got {absent!r:.60}"
+            )
         keys = [keys] if isinstance(keys, str) else list(keys)
         missing = [c for c in [*keys, count] if c not in frame.columns]
         if missing:
             raise ValidationError(f"frame has no column {missing[0]!r}; columns {frame.columns}")
         levels = {k: sorted(frame[k].unique().to_list()) for k in keys}
         shape = tuple(len(levels[k]) for k in keys)
-        if frame.height != int(np.prod(shape)) or frame.select(keys).is_duplicated().any():
+        size = int(np.prod(shape))
+        sparse = absent == "zero" and frame.height < size
+        if sparse and size > 10**8:
             raise ValidationError(
-                f"frame must hold each of the {int(np.prod(shape))} key combinations exactly "
-                f"once (a complete grid over {keys}); got {frame.height} rows"
+                f"the grid over {keys} has {size:,} combinations, above the limit of "
+                "100,000,000 cells; use fewer or coarser keys"
+            )
+        if (frame.height != size and not sparse) or frame.select(keys).is_duplicated().any():
+            raise ValidationError(
+                f"frame must hold each of the {size} key combinations exactly once (a complete "
+                f"grid over {keys}; absent='zero' makes absent combinations counts of zero); "
+                f"got {frame.height} rows"
             )
         idx = tuple(
             np.searchsorted(np.array(levels[k], dtype=object), frame[k].to_numpy()) for k in keys

@@ -198,6 +198,7 @@ class MarginRelease(display.ReleaseResult):
             keys=self.keys,
             count=self.count,
             target_kappa=self.target_kappa,
+            absent="zero",
         )
 
     def published_files(self, table_format: str) -> dict[str, Any]:
@@ -278,10 +279,22 @@ class MarginRelease(display.ReleaseResult):
         return comparison_document(self)
 
 
-def _grid(source: Any, keys: tuple[str, ...], count: str) -> pl.DataFrame:
+def _grid(
+    source: Any, keys: tuple[str, ...], count: str, microdata: bool = False, absent: str = "zero"
+) -> pl.DataFrame:
+    """The complete grid of cells: read (or, with ``microdata``, tabulated), then every absent
+    combination of the keys' levels added as a count of zero (:mod:`persuasive.release.grid`)."""
+    from persuasive.release import grid
     from persuasive.release.margins_output import CUSTODIAN_COLUMNS
     from persuasive.release.tables import read_cells
     from persuasive.report.margins_certificate import STATUS
+
+    if grid.check_absent(absent) == "structural":
+        raise ValidationError(
+            "absent='structural' (--absent structural) is not available with margins: the "
+            "margins engine has no cells known to be zero; release the absent combinations as "
+            "counts of zero (absent='zero', the default), or release the table without margins"
+        )
 
     reserved = {STATUS, "margin", "total"}
     clash = sorted((set(keys) & (reserved | set(CUSTODIAN_COLUMNS))) | ({count} & reserved))
@@ -291,7 +304,9 @@ def _grid(source: Any, keys: tuple[str, ...], count: str) -> pl.DataFrame:
             f"margins: the output files use the names {sorted(reserved | set(CUSTODIAN_COLUMNS))}"
             "; rename it"
         )
-    return read_cells(source, keys, count)
+    cells = grid.tabulate(source, keys, count) if microdata else read_cells(source, keys, count)
+    declared = grid.declared_levels(source, keys, cells.schema)
+    return grid.fill_grid(cells, keys, count, "zero", declared)[0]
 
 
 def _primary(data: pl.DataFrame, ks: tuple[str, ...], count: str, h: int, margins: Any) -> Any:
@@ -313,7 +328,7 @@ def release_table_with_margins(
     frame: Any,
     *,
     keys: str | list[str] | tuple[str, ...],
-    count: str,
+    count: str | None = None,
     h: int,
     receiver: Receiver,
     margins: Any,
@@ -321,6 +336,9 @@ def release_table_with_margins(
     objective: str = "count",
     bound: str = "publication",
     r: int | None = None,
+    microdata: bool = False,
+    absent: str = "zero",
+    weight: str | None = None,
 ) -> MarginRelease:
     r"""Suppress the cells below h, publish the margins exactly, plan, audit and compare.
 
@@ -334,9 +352,11 @@ def release_table_with_margins(
     Parameters
     ----------
     frame : polars DataFrame or path
-        Long table, one row per cell of a complete grid over ``keys``.
+        Long table, one row per cell over ``keys`` (one row per record with ``microdata``);
+        an absent combination of the keys' levels is a count of zero.
     keys, count : column names
-        The dimensions (levels sorted) and the count column (non-negative integers).
+        The dimensions (levels sorted) and the count column (non-negative integers); with
+        ``microdata``, ``count`` names the count column made (default ``"n"``).
     h : int
         Primary threshold: cells below h are suppressed.
     receiver : PoissonReceiver or NegativeBinomialReceiver
@@ -353,6 +373,13 @@ def release_table_with_margins(
         What the planner bounds (see above).
     r : int, optional
         Score threshold of :math:`L^r`, ``r <= h`` (default h).
+    microdata : bool
+        Tabulate records into counts first (:func:`persuasive.release.grid.tabulate`).
+    absent : {"zero"}
+        Absent combinations are counts of zero, ordinary cells; ``"structural"`` is refused
+        with margins (the margins engine has no cells known to be zero).
+    weight : str, optional
+        Refused (:func:`persuasive.release.grid.refuse_weight`): Prop 8 certifies counts.
 
     Raises
     ------
@@ -373,14 +400,22 @@ def release_table_with_margins(
     """
     from persuasive.margins.classical import classical_pattern, compare
     from persuasive.margins.planner import InfeasiblePlanError
+    from persuasive.release.grid import refuse_weight
 
+    refuse_weight(weight)
+    if count is None and not microdata:
+        raise ValidationError(
+            "count must name the count column of a table of cells; got None (pass "
+            "microdata=True to tabulate records into counts)"
+        )
+    count = "n" if count is None else count
     ks = (keys,) if isinstance(keys, str) else tuple(keys)
     h_, r_ = check_thresholds(h, r)
     rec = check_margins_receiver(receiver)
     target = None if target_kappa is None else dm.check("target_kappa", target_kappa)
     obj = v.choice("objective", objective, OBJECTIVES)
     bnd = v.choice("bound", bound, BOUNDS)
-    data = _grid(frame, ks, count)
+    data = _grid(frame, ks, count, bool(microdata), absent)
     primary = _primary(data, ks, count, h_, margins)
     if not primary.margins:
         raise ValidationError(

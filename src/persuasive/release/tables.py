@@ -220,11 +220,14 @@ def release_table(
     source: Source,
     *,
     keys: str | list[str] | tuple[str, ...],
-    count: str,
+    count: str | None = None,
     h: int,
     receiver: Receiver,
     r: int | None = None,
     target_kappa: float | None = None,
+    microdata: bool = False,
+    absent: str = "zero",
+    weight: str | None = None,
 ) -> TableRelease:
     r"""Suppress every cell below h and certify the release by Prop 8 (Bon et al. 2026).
 
@@ -234,13 +237,15 @@ def release_table(
     Parameters
     ----------
     source : path or polars DataFrame / LazyFrame
-        A CSV or Parquet file, or a frame: one row per cell.
+        A CSV or Parquet file, or a frame: one row per cell (one row per record with
+        ``microdata``).
     keys : str or list of str
         Key columns identifying a cell (no missing key, no duplicate). CSV keys are text
         exactly as written.
     count : str
         The count column: whole numbers >= 0 (CSV: digits only; Parquet: an integer type, or a
-        float type holding integral values), at most 2^63 − 1.
+        float type holding integral values), at most 2^63 − 1. With ``microdata``, optional:
+        the name of the published count column (default ``"n"``; not a key).
     h : int
         Suppression threshold: cells with count < h are suppressed.
     receiver : Receiver
@@ -250,6 +255,19 @@ def release_table(
         default h.
     target_kappa : float, optional
         The κ the Sender asked for: the certificate holds only if κ is at most it.
+    microdata : bool
+        ``source`` holds one record per unit: the counts are tabulated first, each record
+        counted once in the cell of its keys (:func:`persuasive.release.grid.tabulate`); a
+        record with a missing key is an error naming its row.
+    absent : {"zero", "structural"}
+        The key combinations absent from the input (the grid is the product of the keys'
+        levels: observed values, or the categories of an Enum / categorical column): counts of
+        zero, published and suppressed like any cell (default), or declared structural zeros,
+        known to everyone and not published. The certificate states which
+        (``docs/release.md``, "Sparse tables and structural zeros").
+    weight : str, optional
+        Refused: Prop 8 certifies counts of records, and a weighted total is not one
+        (:func:`persuasive.release.grid.refuse_weight`).
 
     Returns
     -------
@@ -260,7 +278,8 @@ def release_table(
     ValidationError
         Bad parameters, or bad data, naming the column and row: an empty table, a missing
         column, a column named twice, a count that is not a whole number (e.g. ``3.0``), is
-        negative, missing or above 2^63 − 1, a missing or duplicated key.
+        negative, missing or above 2^63 − 1, a missing or duplicated key; a weight; a
+        zero-filled grid above :data:`persuasive.release.grid.MAX_GRID_CELLS` cells.
 
     Examples
     --------
@@ -272,8 +291,27 @@ def release_table(
     [('01', None), ('02', None), ('03', 12)]
     >>> round(rel.certificate.kappa, 6), rel.certificate.basis
     (0.204244, 'Prop 8 (Bon et al. 2026)')
+
+    Records are tabulated with ``microdata``; an absent combination is a zero cell:
+
+    >>> records = pl.DataFrame({"a": ["x", "x", "y"], "b": ["1", "2", "1"]})
+    >>> rel = release_table(records, keys=["a", "b"], microdata=True, h=2,
+    ...                     receiver=PoissonReceiver(0, 3))
+    >>> rel.published.rows()
+    [('x', '1', None), ('x', '2', None), ('y', '1', None), ('y', '2', None)]
     """
-    ks, cnt = _names(keys, count)
+    from persuasive.release import grid
+
+    grid.refuse_weight(weight)
+    absent_ = grid.check_absent(absent)
+    if not isinstance(microdata, bool):
+        raise ValidationError(f"microdata must be True or False; got {microdata!r:.60}")
+    if count is None and not microdata:
+        raise ValidationError(
+            "count must name the count column of a table of cells; got None (pass "
+            "microdata=True to tabulate records into counts)"
+        )
+    ks, cnt = _names(keys, "n" if count is None else count)
     h_, r_ = check_thresholds(h, r)
     if not isinstance(receiver, Receiver):
         raise ValidationError(
@@ -286,9 +324,18 @@ def release_table(
             f"the Receiver model {receiver!r} puts no prior mass below h = {h_} (alpha = 0), so "
             "Prop 8 gives no guarantee; raise h or widen the model"
         )
-    params = TableParams(h_, r_, receiver, ks, cnt, target_kappa)
+    params = TableParams(h_, r_, receiver, ks, cnt, target_kappa, absent_)
     body = TABLE_KIND.certify(params)
-    cells, made = read_cells_for_release(source, ks, cnt, h_)
+    if microdata:
+        cells, made = grid.tabulate(source, ks, cnt), None
+    else:
+        cells, made = read_cells_for_release(source, ks, cnt, h_)
+    declared = grid.declared_levels(source, ks, cells.schema)
+    cells, added = grid.fill_grid(cells, ks, cnt, absent_, declared)
+    if added and absent_ == "zero":
+        made = None
+        if microdata:
+            cells = cells.sort(list(ks))
     published = published_column(cells, ks, cnt, h_, made)
     cert = body.certificate
     return TableRelease(published, cert, params, cells, r_explicit=r is not None)

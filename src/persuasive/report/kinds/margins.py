@@ -43,6 +43,27 @@ class MarginsParams:
     keys: tuple[str, ...]
     count: str
     target_kappa: float | None = None
+    #: ``"zero"``: absent combinations are published as counts of zero (structural zeros are
+    #: not available with margins).
+    absent: str = "zero"
+
+
+#: The note of a claim stating that absent key combinations are counts of zero.
+ABSENT_NOTE = (
+    "Absent combinations of the keys' levels are counts of zero: they are published as cells, "
+    "suppressed like any count below h (leaving them out would reveal that they are zero)."
+)
+
+
+def _absent(claim: Mapping[str, Any]) -> str:
+    """``claim.absent``: ``"zero"`` (structural zeros are not available with margins)."""
+    value = need({"claim": claim}, "claim.absent", str)
+    if value != "zero":
+        raise ValidationError(
+            f"claim.absent: must be 'zero' (a table with margins publishes absent combinations "
+            f"as counts of zero); got {value!r:.60}"
+        )
+    return "zero"
 
 
 def margin_words(names: tuple[str, ...] | list[str]) -> str:
@@ -99,6 +120,7 @@ class MarginsKind:
         "margins",
         "columns",
         "target_kappa",
+        "absent",
     )
 
     def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
@@ -133,6 +155,7 @@ class MarginsKind:
             keys=keys,
             count=count,
             target_kappa=number(doc, "claim.target_kappa", optional=True),
+            absent=_absent(claim),
         )
 
     def claim(self, p: MarginsParams) -> dict[str, Any]:
@@ -143,6 +166,7 @@ class MarginsKind:
                 p.receiver, h=p.h, r=p.r, margins=list(p.margins), target_kappa=p.target_kappa
             ),
             "columns": {"keys": list(p.keys), "count": p.count},
+            "absent": p.absent,
         }
 
     def read_publication(self, p: MarginsParams, files: Mapping[str, Path]) -> Publication:
@@ -213,7 +237,7 @@ class MarginsKind:
                 "basis": mc.BASIS,
                 "statement": text,
             },
-            notes=list(mc.NOTES),
+            notes=[*mc.NOTES, ABSENT_NOTE],
             extra={"cells": cells},
         )
 

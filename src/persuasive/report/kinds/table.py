@@ -8,14 +8,19 @@ Claim::
                              "priors": {"class": "small_cell", "h": h, "alpha": α(h)}}},
      "receiver": {...},                       # the Receiver model α is derived from
      "columns": {"keys": [...], "count": "..."},
-     "target_kappa": K or null}
+     "target_kappa": K or null,
+     "absent": "zero" or "structural"}       # how absent key combinations were treated
 
 Recomputed: α from the Receiver model at h, the whole spec, and the guarantee by
 ``certify(CellSuppression(h), PersuasivePrivacy(SmallCellLogScore(r), SmallCellClass(h, α), K,
-0))`` with κ = −log α; it holds when κ is finite and at most the target. Publication: the
-published table (``released.csv`` or ``released.parquet``: the key columns and the count
-column, empty where suppressed), its number of cells and of suppressed cells; a verifier also
-checks that no shown count is below h, every count is a whole number, and no key repeats.
+0))`` with κ = −log α; it holds when κ is finite and at most the target; a note states the
+treatment of absent combinations. Publication: the published table (``released.csv`` or
+``released.parquet``: the key columns and the count column, empty where suppressed), its number
+of cells and of suppressed cells, and with structural zeros their number
+(``structural_cells``: the combinations of the published levels that are not cells); a
+verifier also checks that no shown count is below h, every count is a whole number, no key
+repeats, and, when absent combinations are zero counts, that every combination of the
+published levels is published (``docs/release.md``, "Sparse tables and structural zeros").
 """
 
 from __future__ import annotations
@@ -55,13 +60,32 @@ class TableParams:
     keys: tuple[str, ...]
     count: str
     target_kappa: float | None = None
+    #: ``"zero"`` or ``"structural"`` (:data:`persuasive.release.grid.ABSENT`).
+    absent: str = "zero"
 
     def __post_init__(self) -> None:
         from persuasive.classes.receivers import Receiver, check_thresholds
 
         check_thresholds(self.h, self.r)
+        if self.absent not in ABSENT_NOTES:
+            raise ValidationError(f"absent must be 'zero' or 'structural'; got {self.absent!r:.60}")
         if not isinstance(self.receiver, Receiver):
             raise ValidationError(f"receiver must be a Receiver model; got {self.receiver!r:.60}")
+
+
+#: The note each treatment of absent key combinations adds to a table's certificate.
+ABSENT_NOTES = {
+    "zero": (
+        "Absent combinations of the keys' levels are counts of zero: they are published as "
+        "cells, suppressed like any count below h (leaving them out would reveal that they are "
+        "zero)."
+    ),
+    "structural": (
+        "Absent combinations of the keys' levels are declared structural zeros, known to "
+        "everyone: they are not cells and are not published (publication.structural_cells "
+        "counts them); the guarantee covers the published cells."
+    ),
+}
 
 
 def sentence(
@@ -117,6 +141,7 @@ class TableKind:
         "receiver",
         "columns",
         "target_kappa",
+        "absent",
     )
 
     def parameters(self, claim: Mapping[str, Any]) -> TableParams:
@@ -142,7 +167,12 @@ class TableKind:
                 f"{list(keys)}"
             )
         target = number(doc, "claim.target_kappa", optional=True)
-        return TableParams(h, r, receiver, keys, count, target)
+        absent = need(doc, "claim.absent", str)
+        if absent not in ABSENT_NOTES:
+            raise ValidationError(
+                f"claim.absent: must be 'zero' or 'structural'; got {absent!r:.60}"
+            )
+        return TableParams(h, r, receiver, keys, count, target, absent)
 
     def claim(self, p: TableParams) -> dict[str, Any]:
         alpha = p.receiver.alpha(p.h)
@@ -160,6 +190,7 @@ class TableKind:
             "receiver": p.receiver.describe(),
             "columns": {"keys": list(p.keys), "count": p.count},
             "target_kappa": p.target_kappa,
+            "absent": p.absent,
         }
 
     def certify(self, p: TableParams, publication: Publication | None = None) -> Body:
@@ -176,10 +207,11 @@ class TableKind:
         )
         cert = certify(CellSuppression(p.h), definition)
         holds = holds_of(cert)
+        notes = [ABSENT_NOTES[p.absent]]
         statement = sentence(
             alpha, p.h, cert.kappa, holds, p.target_kappa, receiver=p.receiver.describe(), r=p.r
         )
-        return certified(cert, statement)
+        return certified(cert, statement, notes)
 
     def read_publication(self, p: TableParams, files: Mapping[str, Path]) -> Publication:
         from persuasive.files.reading import ROW, count_checks, count_expr, scan
@@ -208,6 +240,7 @@ class TableKind:
                 pl.len().alias("n"),
                 pl.col(p.count).is_null().sum().alias("suppressed"),
                 key.n_unique().alias("unique"),
+                *(pl.col(k).n_unique().alias(f"levels{i}") for i, k in enumerate(p.keys)),
                 pl.col(ROW).filter(counts.is_not_null() & (counts < p.h)).first().alias("below"),
                 *(
                     pl.col(ROW)
@@ -239,6 +272,16 @@ class TableKind:
                 f"publication: {stats['n'] - stats['unique']} key(s) appear more than once"
             )
         facts = {"cells": int(stats["n"]), "suppressed": int(stats["suppressed"])}
+        grid = math.prod(int(stats[f"levels{i}"]) for i in range(len(p.keys)))
+        absent = grid - int(stats["n"]) if stats["unique"] == stats["n"] else 0
+        if p.absent == "structural":
+            facts["structural_cells"] = absent
+        elif p.absent == "zero" and absent:
+            problems.append(
+                f"publication: {name} lacks {absent} of the {grid} combinations of its keys' "
+                "levels, but the claim states that absent combinations are counts of zero "
+                "(claim.absent = 'zero'): each must be published as a cell"
+            )
         return Publication({name: path}, facts, problems)
 
 
