@@ -243,14 +243,25 @@ def _blocks(text: str, lang: str) -> list[str]:
 
 
 @pytest.mark.skipif(not (ROOT / "README.md").exists(), reason="no README beside the tests")
-def test_readme_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    (code,) = _blocks((ROOT / "README.md").read_text(encoding="utf-8"), "python")
-    exec(compile(code, "README.md", "exec"), {})
+def test_readme_quickstart_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    theory, notebook = _blocks((ROOT / "README.md").read_text(encoding="utf-8"), "python")
+    exec(compile(theory, "README.md", "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "True 2.386294361119891 Prop 7 (Bon et al. 2026)"
     kappa, method, holds = out[-1].split()
     assert float(kappa) <= 0.5 - stats.norm.ppf(0.31) + 1e-9
     assert (method, holds) == ("monte-carlo", "True")
+    # The notebook block, from a copy of the repository's root (it reads examples/data/).
+    shutil.copytree(ROOT / "examples" / "data", tmp_path / "examples" / "data")
+    monkeypatch.chdir(tmp_path)
+    scope: dict[str, object] = {}
+    exec(compile(notebook, "README.md", "exec"), scope)
+    rel = scope["rel"]
+    assert (tmp_path / "released" / "certificate.json").is_file()
+    assert (tmp_path / "released" / "released.csv").is_file()
+    assert rel.certificate.holds and rel.summary()["n_cells"] == 301  # type: ignore[attr-defined]
 
 
 @pytest.mark.skipif(not (ROOT / ".ci" / "run").exists(), reason="no .ci/run beside the tests")
