@@ -373,3 +373,10 @@ def key_list(keys: str) -> list[str]:
             f"--keys must name at least one key column, comma-separated; got {keys!r}"
         )
     return out
+
+
+def receiver_words(receiver: Any, h: int | None) -> str:
+    """A Receiver model in words, for the summary a release command prints."""
+    from persuasive.report.words import receiver_words as words
+
+    return words(receiver.describe(), h)

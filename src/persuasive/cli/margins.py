@@ -19,6 +19,13 @@ def _cell(release: Any, row: dict[str, Any]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in release.keys)
 
 
+#: The bound a margins plan aims at, in words.
+_BOUND_WORDS = {
+    "publication": "against what the published files show",
+    "table": "at the true table, custodian only",
+}
+
+
 def problems(release: Any) -> list[str]:
     """One line per failing or disclosed suppressed cell: why, and its attacker interval."""
     import polars as pl
@@ -29,13 +36,14 @@ def problems(release: Any) -> list[str]:
     for row in rows.iter_rows(named=True):
         why = []
         if not row["certified"]:
-            why.append("not certified (MCMC component)")
+            why.append("not certified (in a part of the table too large for the exact posterior)")
         if row["disclosed"]:
             why.append("disclosed: recovered exactly from the margins")
         bound = row["kappa_published" if release.bound == "publication" else "kappa"]
         if release.target_kappa is not None and bound > release.target_kappa:
             why.append(
-                f"{release.bound} bound {c.num(bound)} > target {c.num(release.target_kappa)}"
+                f"κ {c.num(bound)} ({_BOUND_WORDS[release.bound]}) > target "
+                f"{c.num(release.target_kappa)}"
             )
         interval = f"{c.num(row['lower'])}..{c.num(row['upper'])}"
         out.append(
@@ -163,15 +171,20 @@ def run_margins(
     c.print_pairs(
         [
             ("input", str(data)),
-            ("receiver", str(receiver.describe())),
+            ("receiver", c.receiver_words(receiver, h)),
             ("margins", s["margins"]),
             ("h, r", f"{s['h']}, {s['r']}"),
             ("cells", f"{s['n_cells']} ({s['n_primary']} primary, {s['n_secondary']} secondary)"),
             ("κ at the table", f"{c.num(s['kappa_max'])} (exact worst case, custodian only)"),
             ("κ published", f"{c.num(outcome.document['guarantee']['kappa'])} (the certificate)"),
-            ("certified", "yes" if s["certified"] else "no (an MCMC component)"),
+            (
+                "certified",
+                "yes"
+                if s["certified"]
+                else "no (a part of the table is too large for the exact posterior)",
+            ),
             ("disclosed", str(s["n_disclosed"])),
-            ("target κ", f"{c.num(s['target_kappa'])} ({s['bound']} bound)"),
+            ("target κ", f"{c.num(s['target_kappa'])} ({_BOUND_WORDS[s['bound']]})"),
             ("planner", "not run (no target)" if plan is None else plan.explain()),
             ("classical rule", classical),
             *[(role, str(p)) for role, p in outcome.files.items()],
