@@ -126,19 +126,23 @@ class SuppressionPlan:
         """One sentence for a human."""
         what = "cells" if self.objective == "count" else "total count"
         n_unc = self.uncertified_cells.size
+        where = {
+            "publication": "against what the published files show",
+            "table": "at the true table",
+        }.get(self.bound, self.bound)
         head = (
             f"{self.n_secondary} secondary suppressions beside {self.n_primary} primary "
             f"({what} {self.objective_value:g}, proven lower bound {self.lower_bound:g}); "
         )
         if self.certified:
             return (
-                head + f"every suppressed cell's {self.bound} bound <= kappa = {self.kappa:g}, "
+                head + f"every suppressed cell has κ <= {self.kappa:g} {where}, "
                 "certified by the exact audit"
             )
-        why = f" ({n_unc} cells in components too large for the exact DP)" if n_unc else ""
+        why = f" ({n_unc} cells in parts too large for the exact posterior)" if n_unc else ""
         return (
-            head + f"NOT certified: not every suppressed cell's {self.bound} bound is shown to be "
-            f"<= kappa = {self.kappa:g}{why}"
+            head + f"NOT certified: not every suppressed cell is shown to have κ <= "
+            f"{self.kappa:g} {where}{why}"
         )
 
     def to_dict(self) -> dict[str, Any]:
