@@ -86,7 +86,7 @@ class Prop8(Theorem):
             "(docs/math.md §9, erratum 6)",
             "The paper does not print the small-cell score; the library reconstructs it as the "
             "log score of the counts below r, which is not a proper scoring rule "
-            "(docs/math.md §9, erratum 2) [RECON]",
+            "(a reconstruction: docs/math.md §9, erratum 2)",
         )
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:

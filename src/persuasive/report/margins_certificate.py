@@ -35,7 +35,7 @@ STATUSES = ("primary", "secondary")
 NOTES = (
     "The Receiver is assumed to know which suppressed cells are primary (count < h) and which "
     "secondary (count >= h): the published table says so.",
-    "kappa_published bounds the loss for every table consistent with the publication; it is "
+    "The certified κ bounds the loss for every table consistent with the publication; it is "
     "recomputed from the published files alone (persuasive verify CERT --published DIR).",
     "The class is an assumption: priors outside it (e.g. a cell-specific mean that the "
     "published margins do not carry) are not covered.",

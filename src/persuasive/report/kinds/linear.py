@@ -289,7 +289,7 @@ class LinearKind:
             cert,
             text + not_met(p.target_kappa, holds),
             [
-                "The certificate states which records each statistic covers (claim.design): "
+                "The certificate states which records each statistic covers: "
                 "that is part of the query, which the Receiver is assumed to know; the value "
                 "column is not in it."
             ],

@@ -82,8 +82,8 @@ ABSENT_NOTES = {
     ),
     "structural": (
         "Absent combinations of the keys' levels are declared structural zeros, known to "
-        "everyone: they are not cells and are not published (publication.structural_cells "
-        "counts them); the guarantee covers the published cells."
+        "everyone: they are not cells and are not published (the certificate counts them); "
+        "the guarantee covers the published cells."
     ),
 }
 
