@@ -18,6 +18,8 @@ import pytest
 
 from persuasive.spec import example_paths
 
+PERSUASIVE = [sys.executable, "-c", "from persuasive.cli import app; app()"]
+
 SPEC = next(p for p in example_paths() if p.stem == "prop6_gaussian")
 COMMANDS = [
     [],
@@ -266,3 +268,61 @@ def test_force_colour_colours_a_pipe_without_padding_it() -> None:
     assert "certified κ" in plain
     _assert_unpadded(plain)
     assert proc.stderr == ""  # FORCE_COLOR makes no progress bar on a pipe
+
+
+def test_data_from_standard_input_is_read_and_its_copy_removed(tmp_path: Path) -> None:
+    """DATA '-' reads a CSV file from standard input: the release equals the one from the file,
+    and the private copy is gone when the command ends."""
+    import glob
+    import tempfile
+
+    rows = "k,n\n01,3\n02,12\n03,40\n"
+    src = tmp_path / "in.csv"
+    src.write_text(rows, encoding="utf-8")
+    before = set(glob.glob(str(Path(tempfile.gettempdir()) / "persuasive-stdin-*")))
+    common = ["release", "table", "--keys", "k", "--count", "n", "--h", "5", "--alpha", "0.2"]
+    piped = subprocess.run(
+        [*PERSUASIVE, *common[:2], "-", *common[2:], "--out", str(tmp_path / "a")],
+        input=rows.encode(),
+        capture_output=True,
+        check=False,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert b"standard input" in piped.stdout
+    direct = subprocess.run(
+        [*PERSUASIVE, *common[:2], str(src), *common[2:], "--out", str(tmp_path / "b")],
+        capture_output=True,
+        check=False,
+    )
+    assert direct.returncode == 0, direct.stderr
+    for name in ("released.csv", "certificate.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    assert (tmp_path / "a" / "released.csv").read_text().splitlines()[1] == "01,"
+    after = set(glob.glob(str(Path(tempfile.gettempdir()) / "persuasive-stdin-*")))
+    assert after <= before  # the copy of standard input is removed
+
+
+def test_data_from_an_empty_standard_input_exits_2(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [
+            *PERSUASIVE,
+            "release",
+            "table",
+            "-",
+            "--keys",
+            "k",
+            "--count",
+            "n",
+            "--h",
+            "5",
+            "--alpha",
+            "0.2",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        input=b"",
+        capture_output=True,
+        check=False,
+    )
+    assert out.returncode == 2 and out.stderr.decode().startswith("error: ")
+    assert not (tmp_path / "o").exists()

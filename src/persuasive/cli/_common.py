@@ -58,11 +58,46 @@ def checked(option: str, value: Any) -> Any:
 # Shared options
 # --------------------------------------------------------------------------------------------
 
+
+def _stdin_data(value: Path | None) -> Path | None:
+    """``-`` as DATA: standard input, copied to a private temporary CSV file (mode 0700
+    folder) that is removed when the command ends. Read as CSV (--separator and --encoding
+    apply); the --force guard has no input file to protect."""
+    if value is None or str(value) != "-":
+        return value
+    import atexit
+    import shutil
+    import tempfile
+
+    from persuasive.errors import ValidationError
+
+    if sys.stdin is None or sys.stdin.isatty():
+        raise ValidationError(
+            "DATA '-' reads a CSV file from standard input, but standard input is a terminal; "
+            "pipe the file in (e.g. `cat counts.csv | persuasive release table - ...`)"
+        )
+    folder = Path(tempfile.mkdtemp(prefix="persuasive-stdin-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    path = folder / "standard-input.csv"
+    with open(path, "wb") as fh:
+        shutil.copyfileobj(sys.stdin.buffer, fh)
+    return path
+
+
+def shown(data: Path) -> str:
+    """DATA as the summary prints it: ``standard input`` for ``-``."""
+    if data.name == "standard-input.csv" and data.parent.name.startswith("persuasive-stdin-"):
+        return "standard input"
+    return str(data)
+
+
 DataArg = Annotated[
     Path,
     typer.Argument(
-        help="The data: a .csv, .parquet, Stata .dta, SPSS .sav/.zsav or SAS .sas7bdat/.xpt file.",
+        help="The data: a .csv, .parquet, Stata .dta, SPSS .sav/.zsav or SAS .sas7bdat/.xpt "
+        "file, or - for a CSV file on standard input.",
         show_default=False,
+        callback=_stdin_data,
     ),
 ]
 OutOpt = Annotated[

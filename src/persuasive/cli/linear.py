@@ -240,7 +240,7 @@ def linear_cmd(
             _statistics_table(release)
         notes = [f"calibrated: {release.calibrated}"] if release.calibrated else []
         rows = [
-            ("input", str(data)),
+            ("input", c.shown(data)),
             ("Receivers", f"linear Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
             (
                 "noise",

@@ -170,7 +170,7 @@ def run_margins(
     )
     c.print_pairs(
         [
-            ("input", str(data)),
+            ("input", c.shown(data)),
             ("receiver", c.receiver_words(receiver, h)),
             ("margins", s["margins"]),
             ("h, r", f"{s['h']}, {s['r']}"),

@@ -158,7 +158,7 @@ def mean_cmd(
         else:
             release = means.release_group_means(source, value=column, group=group, **params)
         rows = [
-            ("input", str(data)),
+            ("input", c.shown(data)),
             ("column", column + (f", one mean per {group}" if group else "")),
             ("Receivers", f"Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
             ("noise", "none (exact)" if kind is None else f"{kind}, scale {c.num(scale)}"),

@@ -257,7 +257,7 @@ def table_cmd(
         )
         s = release.summary()
         rows = [
-            ("input", str(data)),
+            ("input", c.shown(data)),
             ("receiver", c.receiver_words(receiver, h)),
             ("threshold h", f"{h}" + (" (calibrated)" if target_kappa is not None else "")),
             ("cells", f"{s['n_cells']} ({s['n_suppressed']} suppressed)"),
