@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "pure_dp": "persuasive.definitions",
     "renyi_dp": "persuasive.definitions",
     "PersuasiveError": "persuasive.errors",
+    "DataFile": "persuasive.files.sources",
     "UnsupportedCombinationError": "persuasive.errors",
     "ValidationError": "persuasive.errors",
     "relative_loss": "persuasive.loss",
@@ -210,6 +211,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from persuasive.errors import (
         ValidationError as ValidationError,
     )
+    from persuasive.files.sources import DataFile as DataFile
     from persuasive.loss import relative_loss as relative_loss
     from persuasive.mechanisms import (
         CellSuppression as CellSuppression,
