@@ -282,3 +282,26 @@ def test_write_release_takes_a_string_folder(tmp_path: Path) -> None:
     doc, files = pp.write_release(_table(), str(tmp_path / "w"))
     assert files["certificate"] == tmp_path / "w" / "certificate.json"
     assert doc["guarantee"]["statement"] == _table().guarantee["statement"]
+
+
+def test_write_never_replaces_the_folder_holding_the_input(tmp_path: Path) -> None:
+    """``rel.write(folder, force=True)`` refuses a folder that holds the file the release was
+    read from, as ``--out DIR --force`` does; the input is untouched."""
+    import persuasive as pp
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    data = folder / "counts.csv"
+    data.write_text("k,n\na,3\nb,12\na,4\nb,7\n", encoding="utf-8")
+    keyed = folder / "table.csv"
+    keyed.write_text("k,n\na,3\nb,12\n", encoding="utf-8")
+    rel = pp.release_table(keyed, keys="k", count="n", h=5, receiver=pp.SmallCellReceiver(0.2))
+    assert rel.inputs == (keyed,)
+    for target in (folder, tmp_path):
+        with pytest.raises(pp.PersuasiveError):
+            rel.write(target, force=True)
+    assert keyed.read_text(encoding="utf-8") == "k,n\na,3\nb,12\n"
+    means = pp.release_group_means(pp.DataFile(data), value="n", group="k", r1=1.0, r2=4.0)
+    with pytest.raises(pp.PersuasiveError):
+        means.write(folder, force=True)
+    assert data.is_file()

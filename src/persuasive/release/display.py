@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "ROWS",
@@ -131,6 +131,8 @@ class ReleaseResult:
     kind: ClassVar[str]
     params: Any
     published_files: Any  # the pipeline's protocol: name -> writer
+    #: The files the release was read from: :meth:`write` never replaces a folder holding one.
+    inputs: tuple[Path, ...] = ()
 
     def write(
         self,
@@ -177,7 +179,9 @@ class ReleaseResult:
         from persuasive.release.pipeline import publish
 
         format = v.choice("format", format, ("csv", "parquet"))
-        out = OutputFolder(folder, force=force, option="folder", kind=str(self.kind))
+        out = OutputFolder(
+            folder, force=force, inputs=self.inputs, option="folder", kind=str(self.kind)
+        )
         out.check()
         outcome = publish(
             self,  # type: ignore[arg-type]
@@ -297,3 +301,15 @@ def verification_html(check: Any) -> str:
     body = f"<ul>{items}</ul>" if items else ""
     facts = _facts([("kind", check.kind)]) if check.kind else ""
     return _block("Verification", " · ".join(head), check.statement, body, facts)
+
+
+_R = TypeVar("_R", bound=ReleaseResult)
+
+
+def read_from(release: _R, source: Any) -> _R:
+    """``release``, remembering the file it was read from (a path or a
+    :class:`~persuasive.files.DataFile`; nothing for a frame or an array), so that
+    :meth:`ReleaseResult.write` refuses a folder that holds it."""
+    if isinstance(source, (str, os.PathLike)):
+        release.__dict__["inputs"] = (Path(os.fspath(source)),)
+    return release

@@ -341,23 +341,26 @@ def release_linear(
             "value": pl.Series(out, dtype=pl.Float64),
         }
     )
-    return LinearRelease(
-        values=values,
-        statistics=stats,
-        withheld=withheld,
-        value=value,
-        n=int(a.shape[1]),
-        r1=r1,
-        r2=r2,
-        delta=float(delta),
-        noise_sd=sd,
-        max_stat_sd=max_stat_sd,
-        certificate=cert,
-        exposed=exposed,
-        params_=params,
-        target_kappa=target_kappa,
-        calibrated=calibrated,
-        matrix=kept_a,
+    return display.read_from(
+        LinearRelease(
+            values=values,
+            statistics=stats,
+            withheld=withheld,
+            value=value,
+            n=int(a.shape[1]),
+            r1=r1,
+            r2=r2,
+            delta=float(delta),
+            noise_sd=sd,
+            max_stat_sd=max_stat_sd,
+            certificate=cert,
+            exposed=exposed,
+            params_=params,
+            target_kappa=target_kappa,
+            calibrated=calibrated,
+            matrix=kept_a,
+        ),
+        frame,
     )
 
 

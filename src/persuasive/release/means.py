@@ -354,7 +354,7 @@ def release_mean(
     out = mean_of(arr)
     if p.noise_sd is not None:
         out = out + float(v.rng("rng", rng).normal(0.0, p.noise_sd))
-    return MeanRelease(_finite("the mean", out), int(arr.size), p, cert)
+    return display.read_from(MeanRelease(_finite("the mean", out), int(arr.size), p, cert), values)
 
 
 def release_group_means(
@@ -412,4 +412,4 @@ def release_group_means(
     bad = means.filter(~pl.col("mean").is_finite())
     if bad.height:
         _finite(f"the mean of group {bad[group][0]!r}", float(bad["mean"][0]))
-    return GroupMeansRelease(means, p, cert)
+    return display.read_from(GroupMeansRelease(means, p, cert), frame)

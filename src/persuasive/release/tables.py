@@ -338,4 +338,6 @@ def release_table(
             cells = cells.sort(list(ks))
     published = published_column(cells, ks, cnt, h_, made)
     cert = body.certificate
-    return TableRelease(published, cert, params, cells, r_explicit=r is not None)
+    return display.read_from(
+        TableRelease(published, cert, params, cells, r_explicit=r is not None), source
+    )
