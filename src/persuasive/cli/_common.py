@@ -84,11 +84,12 @@ def _stdin_data(value: Path | None) -> Path | None:
     return path
 
 
-def shown(data: Path) -> str:
-    """DATA as the summary prints it: ``standard input`` for ``-``."""
-    if data.name == "standard-input.csv" and data.parent.name.startswith("persuasive-stdin-"):
+def shown(data: str | os.PathLike[str]) -> str:
+    """DATA (a path or a DataFile) as the summary prints it: ``standard input`` for ``-``."""
+    path = Path(os.fspath(data))
+    if path.name == "standard-input.csv" and path.parent.name.startswith("persuasive-stdin-"):
         return "standard input"
-    return str(data)
+    return str(path)
 
 
 DataArg = Annotated[
