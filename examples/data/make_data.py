@@ -8,7 +8,12 @@ downloaded), read through :mod:`persuasive.release.data`:
 * ``fair.csv`` — Fair's (1978) affairs survey, 6366 respondents, one row per person
   (:func:`~persuasive.release.data.load_fair`): microdata;
 * ``fair_crosstab.csv`` — the survey cross-tabulated by ``religious`` × ``occupation``
-  (4 × 6 cells, count column ``n``; :func:`~persuasive.release.data.load_fair_crosstab`).
+  (4 × 6 cells, count column ``n``; :func:`~persuasive.release.data.load_fair_crosstab`);
+* ``fair_hierarchy.csv`` — the same cross-tabulation with the six occupation codes nested in
+  three groups (:func:`fair_hierarchy`): ``group``, ``occupation``, ``religious``, ``n``, for
+  the hierarchical release of ``docs/margins_release.md`` ("Hierarchies");
+* ``fair_known.csv`` — the key columns of two cells of ``fair_crosstab.csv`` taken as already
+  public (``--known``, "What the Receiver already knows").
 
 Run from the repository root: ``python examples/data/make_data.py``.
 """
@@ -17,17 +22,34 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
+
 from persuasive.release.data import load_cancer_counts, load_fair, load_fair_crosstab
 
 HERE = Path(__file__).resolve().parent
 
+#: Fair's occupation codes (1 student; 2 farming, semi-skilled or unskilled; 3 white-collar;
+#: 4 teacher, nurse, writer, technician or skilled; 5 managerial or business; 6 professional
+#: with an advanced degree) in three groups: the upper level of the hierarchy.
+OCCUPATION_GROUPS = {1: "lower", 2: "lower", 3: "middle", 4: "middle", 5: "upper", 6: "upper"}
+
+
+def fair_hierarchy() -> pl.DataFrame:
+    """religious × occupation counts with ``group`` (the occupation's group) as a key column."""
+    t = load_fair_crosstab()
+    group = pl.col("occupation").replace_strict(OCCUPATION_GROUPS, return_dtype=pl.String)
+    return t.with_columns(group.alias("group")).select("group", "occupation", "religious", "n")
+
 
 def main() -> None:
-    """Write the three CSV files beside this script."""
+    """Write the CSV files beside this script."""
     load_cancer_counts().write_csv(HERE / "counts.csv")
     load_fair().write_csv(HERE / "fair.csv")
     load_fair_crosstab().write_csv(HERE / "fair_crosstab.csv")
-    for name in ("counts.csv", "fair.csv", "fair_crosstab.csv"):
+    fair_hierarchy().write_csv(HERE / "fair_hierarchy.csv")
+    pl.DataFrame({"religious": [1, 3], "occupation": [1, 1]}).write_csv(HERE / "fair_known.csv")
+    names = ("counts.csv", "fair.csv", "fair_crosstab.csv", "fair_hierarchy.csv", "fair_known.csv")
+    for name in names:
         print(f"wrote examples/data/{name} ({(HERE / name).stat().st_size} bytes)")
 
 

@@ -175,6 +175,8 @@ METAVARS = {
     "--max-stat-sd": "V",
     "--stats": "FILE.toml",
     "--absent": "zero|structural",
+    "--known": "FILE.csv",
+    "--hierarchy": "OUTER>INNER",
     "--separator": "CHAR",
     "--encoding": "NAME",
 }

@@ -21,7 +21,9 @@ cell suppression; the partner rule of τ-Argus and sdcTable): no published entry
 exactly one suppressed cell.
 :func:`classical_pattern` applies it to every published margin: while some entry (first in
 margin order, then entry index) holds one suppressed cell, hide its released cell with the
-smallest count (ties: smallest flat C-order index). :func:`compare` audits that pattern exactly
+smallest count (ties: smallest flat C-order index); a cell known to the Receiver
+(``MarginTable.known``, e.g. a structural zero) is never a partner, since hiding it hides
+nothing. :func:`compare` audits that pattern exactly
 and sets it beside :func:`~persuasive.margins.planner.plan_suppression`'s.
 """
 
@@ -88,6 +90,7 @@ def classical_pattern(table: MarginTable) -> ClassicalPattern:
     A = A.tocsr()
     counts = table.counts.ravel()
     sup = table.suppressed.ravel().copy()
+    known = table.known.ravel()
     stuck: set[int] = set()
     while True:
         n_sup = A @ sup.astype(np.int64)
@@ -98,7 +101,7 @@ def classical_pattern(table: MarginTable) -> ClassicalPattern:
             cells = A.indices[A.indptr[e] : A.indptr[e + 1]]
             if np.count_nonzero(sup[cells]) != 1:
                 continue  # fixed meanwhile by a partner added for another entry
-            free = cells[~sup[cells]]
+            free = cells[~sup[cells] & ~known[cells]]
             if free.size == 0:
                 stuck.add(e)
                 continue

@@ -9,6 +9,14 @@ so :math:`A y = b` with :math:`A` the 0/1 incidence matrix of margin entries and
 cells. Each :math:`y_i` also has a known support :math:`[\ell_i, u_i]`: :math:`[0, h-1]` for a
 primary suppressed cell, :math:`[h, \min_{k \ni i} b_k]` for a secondary one. Cells linked by a
 shared constraint form the connected components of the bipartite graph (cells, constraints).
+
+**Redundant rows.** Published margins are often linearly dependent: the grand total is the sum
+of the row totals, and in a hierarchy the totals by ``region`` are sums of those by
+``region + sex``. A dependent row adds nothing to :math:`\{y : Ay = b\}` (the published totals
+are sums of one table, so it is met whenever the others are), but every open row multiplies the
+exact DP's frontier by its residual + 1. :func:`independent_rows` keeps a basis of the row space
+of each component, preferring rows with small residuals, so the posterior is unchanged and the
+DP stays small; the supports :math:`u_i` are still taken over every row.
 """
 
 from __future__ import annotations
@@ -25,6 +33,44 @@ from persuasive.margins.table import MarginTable
 
 #: Upper support bound used for a secondary cell that is in no published margin (unbounded).
 UNBOUNDED: int = np.iinfo(np.int64).max
+#: Components with more rows x cells than this keep every row (the reduction is dense).
+MAX_REDUCE: int = 4_000_000
+
+
+def independent_rows(
+    A: sparse.csr_array | NDArray[np.int64], b: NDArray[np.int64]
+) -> NDArray[np.intp]:
+    """Indices (sorted) of a basis of the row space of ``A``: rows taken greedily by increasing
+    residual ``b`` (then fewer cells, then index), each kept when it is not in the span of the
+    rows kept before it (Gram-Schmidt, twice, relative tolerance 1e-9 on 0/1 rows). A matrix
+    larger than :data:`MAX_REDUCE` entries is returned whole.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 1, 1]])
+    >>> independent_rows(A, np.array([3, 4, 2, 5, 7])).tolist()   # the total is a sum of rows
+    [0, 1, 2]
+    """
+    m = A.shape[0]
+    dense = np.asarray(A.toarray() if sparse.issparse(A) else A)  # type: ignore[union-attr]
+    if m * dense.shape[1] > MAX_REDUCE or m <= 1:
+        return np.arange(m, dtype=np.intp)
+    dense = dense.astype(np.float64)
+    nnz = np.count_nonzero(dense, axis=1)
+    basis: list[NDArray[np.float64]] = []
+    keep: list[int] = []
+    for i in np.lexsort((np.arange(m), nnz, np.asarray(b))):
+        v = dense[i].copy()
+        for _ in range(2):
+            if basis:
+                Q = np.array(basis)
+                v -= Q.T @ (Q @ v)
+        norm = float(np.linalg.norm(v))
+        if norm > 1e-9 * max(1.0, float(np.sqrt(nnz[i]))):
+            basis.append(v / norm)
+            keep.append(int(i))
+    return np.sort(np.array(keep, dtype=np.intp))
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,8 +134,8 @@ def constraint_system(table: MarginTable) -> ConstraintSystem:
     >>> from persuasive.margins import MarginTable
     >>> t = MarginTable([[1, 2, 7], [6, 8, 9]], h=3, margins="rows,cols")
     >>> cs = constraint_system(t)
-    >>> cs.A.toarray().tolist(), cs.b.tolist(), cs.n_components
-    ([[1, 1], [1, 0], [0, 1]], [3, 1, 2], 1)
+    >>> cs.A.toarray().tolist(), cs.b.tolist(), cs.n_components   # row 0 = col 0 + col 1
+    ([[1, 0], [0, 1]], [1, 2], 2)
     """
     full, totals = full_incidence(table)
     sup = table.suppressed.ravel()
@@ -125,10 +171,26 @@ def constraint_system(table: MarginTable) -> ConstraintSystem:
             f"supports ([0, h-1] primary, >= h secondary; h = {table.h}): the table is "
             "inconsistent"
         )
+    labels = _labels(A, n)
+    if A.shape[0]:  # drop dependent rows, component by component, then relabel
+        keep = [
+            rows[independent_rows(A[rows][:, cols], b[rows])]
+            for cols in (np.flatnonzero(labels == k) for k in range(int(labels.max()) + 1))
+            for rows in [np.flatnonzero(np.asarray(A[:, cols].sum(axis=1)).ravel() > 0)]
+        ]
+        kept = np.sort(np.concatenate(keep)) if keep else np.zeros(0, np.intp)
+        if kept.size < A.shape[0]:
+            A, b = A[kept].tocsr(), b[kept]
+            labels = _labels(A, n)
+    return ConstraintSystem(
+        A, b, lo, hi, cells, labels.astype(np.intp), int(labels.max(initial=-1) + 1)
+    )
+
+
+def _labels(A: sparse.csr_array, n: int) -> NDArray[np.intp]:
+    """Component label of each of the ``n`` cells (columns of ``A``), numbered 0, 1, ..."""
     graph = sparse.bmat([[None, A], [A.T, None]]) if A.shape[0] else sparse.csr_array((n, n))
     _, lab = csgraph.connected_components(graph, directed=False)
     lab = lab[A.shape[0] :] if A.shape[0] else lab
     _, labels = np.unique(lab, return_inverse=True)
-    return ConstraintSystem(
-        A, b, lo, hi, cells, labels.astype(np.intp), int(labels.max(initial=-1) + 1)
-    )
+    return np.asarray(labels, dtype=np.intp)

@@ -7,6 +7,15 @@ A *margin* is named by the dimensions it keeps: in a table :math:`x \in \mathbb 
 
 so ``(0,)`` is the row totals of a 2-D table, ``(1,)`` the column totals and ``()`` the grand
 total. Cells are flattened in C order everywhere (``np.ravel_multi_index``).
+
+**Known cells** (``known``) are cells whose value the Receiver knows before the release: the
+a-priori information of τ-Argus, or *structural zeros* (``structural``: combinations known to
+be impossible, count 0, never published as cells). A known cell is never suppressed (neither
+primary nor secondary, and the rule "every count below h is suppressed" exempts it): hiding a
+cell the Receiver knows and computing its posterior as if it were unknown would understate κ.
+For the posterior, the audit and the attacker a known cell is a published cell: its value is
+fixed and subtracted from the margins (``docs/margins_release.md``, "What the Receiver already
+knows").
 """
 
 from __future__ import annotations
@@ -156,12 +165,21 @@ class MarginTable:
         Suppressed cells with count >= h hidden to protect others (the Receiver knows x >= h).
     totals : mapping, optional
         Published totals to check: ``margin -> array``; they must equal the table's sums.
+    known : bool array, optional
+        Cells whose value the Receiver knows a priori (never suppressed; default none).
+    structural : bool array, optional
+        Structural zeros: known cells of count 0 that are not published as cells (they are
+        added to ``known``; default none).
 
     Examples
     --------
     >>> t = MarginTable([[1, 5, 7], [6, 8, 9]], h=3, margins="rows,cols")
     >>> t.dims, t.margins, t.suppressed_index.tolist(), t.margin_names()
     (('row', 'col'), ((0,), (1,)), [0], ['row', 'col'])
+    >>> k = MarginTable([[1, 5, 7], [6, 0, 9]], h=3, margins="rows,cols",
+    ...                 structural=[[False, False, False], [False, True, False]])
+    >>> k.suppressed_index.tolist(), int(k.known.sum())   # the structural zero is not hidden
+    ([0], 1)
     """
 
     counts: Any
@@ -171,6 +189,8 @@ class MarginTable:
     suppressed: Any = field(default=None, repr=False)
     secondary: Any = field(default=None, repr=False)
     totals: Any = field(default=None, repr=False)
+    known: Any = field(default=None, repr=False)
+    structural: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         counts = _int_counts(self.counts)
@@ -186,8 +206,21 @@ class MarginTable:
         else:
             dims = ("row", "col") if k == 2 else tuple(f"dim{a}" for a in range(k))
         margins = parse_margins(self.margins, dims)
+        none = np.zeros(counts.shape, dtype=bool)
+        structural = (
+            none if self.structural is None else _mask("structural", self.structural, counts.shape)
+        )
+        known = structural | (
+            none if self.known is None else _mask("known", self.known, counts.shape)
+        )
+        if np.any(structural & (counts != 0)):
+            idx = tuple(int(b) for b in np.argwhere(structural & (counts != 0))[0])
+            raise ValidationError(
+                f"structural: a structural zero must have count 0; cell {idx} has count "
+                f"{counts[idx]}"
+            )
         sup = (
-            counts < h
+            (counts < h) & ~known
             if self.suppressed is None
             else _mask("suppressed", self.suppressed, counts.shape)
         )
@@ -198,10 +231,21 @@ class MarginTable:
         )
         if np.any(sec & ~sup):
             raise ValidationError("secondary must be a subset of suppressed (a hidden cell)")
+        if np.any(sup & known):
+            idx = tuple(int(b) for b in np.argwhere(sup & known)[0])
+            what = "a structural zero" if structural[idx] else "known to the Receiver a priori"
+            raise ValidationError(
+                f"suppressed: cell {idx} is {what}, and a known cell is never suppressed: hiding "
+                "a cell the Receiver knows and computing its posterior as if it were unknown "
+                "would understate kappa"
+            )
         for name, bad in (
             ("a primary suppressed cell must have count < h", sup & ~sec & (counts >= h)),
             ("a secondary suppressed cell must have count >= h", sec & (counts < h)),
-            ("every cell with count < h must be suppressed", ~sup & (counts < h)),
+            (
+                "every cell with count < h must be suppressed (unless known)",
+                ~sup & ~known & (counts < h),
+            ),
         ):
             if np.any(bad):
                 idx = tuple(int(b) for b in np.argwhere(bad)[0])
@@ -218,6 +262,8 @@ class MarginTable:
         object.__setattr__(self, "suppressed", sup)
         object.__setattr__(self, "secondary", sec)
         object.__setattr__(self, "totals", totals)
+        object.__setattr__(self, "known", known)
+        object.__setattr__(self, "structural", structural)
 
     def _check_totals(self, own: dict[Margin, NDArray[np.int64]], dims: tuple[str, ...]) -> None:
         assert self.totals is not None
@@ -266,20 +312,31 @@ class MarginTable:
         """Flat C-order indices of the suppressed cells, sorted."""
         return np.flatnonzero(self.suppressed.ravel())
 
+    @property
+    def hideable(self) -> NDArray[np.bool_]:
+        """Cells a pattern may still hide: released and not known (table shape)."""
+        return np.asarray(~self.suppressed & ~self.known)
+
     def margin_names(self) -> list[str]:
         """Human names of the margins: ``"total"`` or the kept dimensions joined by ``+``."""
         return ["+".join(self.dims[a] for a in m) if m else "total" for m in self.margins]
 
     def with_suppressed(self, mask: ArrayLike, secondary: ArrayLike | None = None) -> MarginTable:
-        """The same table and margins with another suppression pattern (validated)."""
-        return MarginTable(
+        """The same table, margins and known cells with another suppression pattern (validated:
+        a pattern hiding a known cell raises a ValidationError)."""
+        out = MarginTable(
             self.counts,
             h=self.h,
             margins=self.margins,
             dims=self.dims,
             suppressed=np.asarray(mask, dtype=bool),
             secondary=None if secondary is None else np.asarray(secondary, dtype=bool),
+            known=self.known,
+            structural=self.structural,
         )
+        if hasattr(self, "levels"):
+            object.__setattr__(out, "levels", self.levels)
+        return out
 
     @classmethod
     def from_frame(
@@ -291,26 +348,31 @@ class MarginTable:
         h: int,
         margins: Any = None,
         absent: str | None = None,
+        known: Any = None,
     ) -> MarginTable:
         """Build from a long polars DataFrame (one row per cell of a complete grid).
 
         The levels of each key are sorted; ``levels`` (name -> labels) is attached. With
         ``absent="zero"`` the frame may omit combinations of the observed levels: each is a
-        cell of count 0 (``docs/release.md``, "Sparse tables and structural zeros").
+        cell of count 0; with ``absent="structural"`` each is a structural zero (a known cell
+        of count 0, not published; ``docs/release.md``, "Sparse tables and structural zeros").
+        ``known`` names a boolean column marking the cells the Receiver knows a priori, or is a
+        frame of their key values (:func:`known_cells`).
         """
-        if absent not in (None, "zero"):
+        if absent not in (None, "zero", "structural"):
             raise ValidationError(
-                f"absent must be None (a complete grid) or 'zero' (absent combinations are "
-                f"counts of zero); got {absent!r:.60}"
+                f"absent must be None (a complete grid), 'zero' (absent combinations are "
+                f"counts of zero) or 'structural' (structural zeros); got {absent!r:.60}"
             )
         keys = [keys] if isinstance(keys, str) else list(keys)
-        missing = [c for c in [*keys, count] if c not in frame.columns]
+        need = [*keys, count, *([known] if isinstance(known, str) else [])]
+        missing = [c for c in need if c not in frame.columns]
         if missing:
             raise ValidationError(f"frame has no column {missing[0]!r}; columns {frame.columns}")
         levels = {k: sorted(frame[k].unique().to_list()) for k in keys}
         shape = tuple(len(levels[k]) for k in keys)
         size = int(np.prod(shape))
-        sparse = absent == "zero" and frame.height < size
+        sparse = absent in ("zero", "structural") and frame.height < size
         if sparse and size > 10**8:
             raise ValidationError(
                 f"the grid over {keys} has {size:,} combinations, above the limit of "
@@ -327,6 +389,97 @@ class MarginTable:
         )
         arr = np.zeros(shape, dtype=np.float64)
         arr[idx] = frame[count].to_numpy()
-        table = cls(arr, h=h, margins=margins, dims=tuple(keys))
+        structural = None
+        if absent == "structural" and sparse:
+            structural = np.ones(shape, dtype=bool)
+            structural[idx] = False
+        known_mask = None
+        if isinstance(known, str):
+            col = frame[known]
+            if col.dtype != pl_boolean() or col.null_count():
+                raise ValidationError(
+                    f"known: column {known!r} must be boolean (true for a cell the Receiver "
+                    f"knows), with no missing value; got {col.dtype}"
+                )
+            known_mask = np.zeros(shape, dtype=bool)
+            known_mask[idx] = col.to_numpy()
+        elif known is not None:
+            known_mask = known_cells(known, keys, levels, structural)
+        table = cls(
+            arr, h=h, margins=margins, dims=tuple(keys), known=known_mask, structural=structural
+        )
         object.__setattr__(table, "levels", levels)
         return table
+
+
+def pl_boolean() -> Any:
+    """The polars Boolean type (imported lazily: this module needs polars only here)."""
+    import polars as pl
+
+    return pl.Boolean
+
+
+def known_cells(
+    frame: Any,
+    keys: Sequence[str],
+    levels: Mapping[str, Sequence[Any]],
+    structural: NDArray[np.bool_] | None = None,
+) -> NDArray[np.bool_]:
+    """The mask of the cells listed in ``frame`` (one row per known cell: its key values).
+
+    Labels are compared as strings (``"1"`` and ``1`` name the same level, as in a CSV file). A
+    row that names no cell of the table (a level not in it, or a structural zero) or a cell
+    twice is an error naming it.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> known_cells(pl.DataFrame({"a": ["x"], "b": [2]}), ["a", "b"],
+    ...             {"a": ["x", "y"], "b": [1, 2]}).astype(int).tolist()
+    [[0, 1], [0, 0]]
+    """
+    import polars as pl
+
+    from persuasive.files import reading as rd
+    from persuasive.files.sources import as_source
+
+    src: Any = as_source(frame, name="known")
+    if not isinstance(src, (pl.DataFrame, pl.LazyFrame)):  # a file: keys as written
+        rd.require(rd.header(src, role="file of known cells"), key=list(keys))
+        src = rd.scan(src, text=list(keys))
+    if isinstance(src, pl.LazyFrame):
+        src = src.collect()
+    if not isinstance(src, pl.DataFrame):
+        raise ValidationError(
+            "known must be a frame of key values (one row per known cell), or the name of a "
+            f"boolean column of the table; got {type(frame).__name__}"
+        )
+    keys = list(keys)
+    missing = [k for k in keys if k not in src.columns]
+    if missing:
+        raise ValidationError(
+            f"known: no column {missing[0]!r}; a file of known cells has the key columns "
+            f"{keys} (one row per cell whose value is public); it has {src.columns}"
+        )
+    shape = tuple(len(levels[k]) for k in keys)
+    where = [{str(lab): i for i, lab in enumerate(levels[k])} for k in keys]
+    mask = np.zeros(shape, dtype=bool)
+    for row, values in enumerate(src.select(keys).iter_rows()):
+        idx = []
+        for k, w, val in zip(keys, where, values, strict=True):
+            if val is None or str(val) not in w:
+                raise ValidationError(
+                    f"known: row {row} names {k} = {val!r}, not a level of the table "
+                    f"(levels {list(w)[:8]}{'...' if len(w) > 8 else ''})"
+                )
+            idx.append(w[str(val)])
+        cell = tuple(idx)
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(keys, values, strict=True))
+        if structural is not None and structural[cell]:
+            raise ValidationError(
+                f"known: row {row} ({shown}) is a structural zero, not a cell of the table"
+            )
+        if mask[cell]:
+            raise ValidationError(f"known: row {row} ({shown}) lists a cell twice")
+        mask[cell] = True
+    return mask

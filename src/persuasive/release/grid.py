@@ -46,6 +46,8 @@ __all__ = [
     "check_absent",
     "declared_levels",
     "fill_grid",
+    "known_rows",
+    "margins_grid",
     "refuse_weight",
     "tabulate",
 ]
@@ -263,3 +265,53 @@ def fill_grid(
     zeros = missing.with_columns(pl.lit(0, dtype=pl.Int64).alias(count))
     filled = pl.concat([cells.select(*keys, count), zeros], how="vertical")
     return filled, missing.height
+
+
+def margins_grid(
+    cells: pl.DataFrame,
+    keys: tuple[str, ...],
+    count: str,
+    absent: str,
+    declared: Mapping[str, pl.Series] | None = None,
+    hierarchy: Any = (),
+) -> tuple[pl.DataFrame, int]:
+    """The cells of a table released with margins, and its number of structural zeros.
+
+    Every combination of the observed levels that is not returned is a structural zero (a
+    known cell of count 0, never published). Without a hierarchy: ``absent="zero"`` fills the
+    grid (:func:`fill_grid`, none structural), ``"structural"`` keeps the cells as given. With
+    one (:mod:`persuasive.margins.hierarchy`), the combinations that do not nest are structural
+    and the nesting ones absent from the input are counts of zero (or structural with
+    ``"structural"``); declared categories of a key are then not added.
+    """
+    from persuasive.margins.hierarchy import fill_hierarchy
+
+    absent = check_absent(absent)
+    if hierarchy:
+        return fill_hierarchy(cells, keys, count, hierarchy, absent)
+    if absent == "structural":
+        return cells.select(*keys, count), absent_cells(cells, keys)
+    return fill_grid(cells, keys, count, "zero", declared)[0], 0
+
+
+def known_rows(source: rd.Source, keys: tuple[str, ...], column: str) -> pl.DataFrame:
+    """The key values of the rows of a table of cells whose boolean ``column`` is true (cells
+    the Receiver knows a priori). The column holds true / false (or 1 / 0, yes / no)."""
+    rd.require(rd.header(source), key=list(keys), known=column)
+    raw = rd.scan(source, text=[*keys, column])
+    try:
+        frame = raw.select(*keys, pl.col(column).cast(pl.String).str.to_lowercase()).collect()
+    except pl.exceptions.PolarsError as exc:
+        raise ValidationError(
+            f"cannot read the known column {column!r}: {rd._first_line(exc)}"
+        ) from None
+    flag = frame.get_column(column)
+    truth = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+    bad = flag.is_null() | ~flag.is_in(list(truth))
+    if bad.any():
+        i = int(bad.arg_true()[0])
+        raise ValidationError(
+            f"known: column {column!r} row {i} holds {flag[i]!r}; it must be true or false "
+            "(true for a cell whose value the Receiver knows already)"
+        )
+    return frame.filter(flag.is_in(["true", "1", "yes"])).select(*keys)

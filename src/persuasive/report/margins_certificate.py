@@ -195,7 +195,26 @@ def _fail(what: str) -> ValidationError:
     return ValidationError(f"published table: {what}")
 
 
-def _grid(pub: Publication) -> tuple[list[list[str]], tuple[int, ...], NDArray[np.intp]]:
+def structural_count(pub: Publication) -> int:
+    """The combinations of the published levels that are not published cells (the structural
+    zeros of a table published without them); rows with a missing key are not counted."""
+    frame = pub.cells.select(pub.keys).drop_nulls().unique()
+    size = int(np.prod([frame[k].n_unique() for k in pub.keys]))
+    return size - frame.height
+
+
+def _grid(
+    pub: Publication, absent: str = "zero", hierarchy: Sequence[str] = ()
+) -> tuple[list[list[str]], tuple[int, ...], NDArray[np.intp]]:
+    """Levels, shape and flat index of each published row. The combinations missing from the
+    file are structural zeros: allowed with ``absent="structural"``, and with a hierarchy the
+    ones that do not nest; with ``absent="zero"`` every other combination must be published."""
+    from persuasive.margins.hierarchy import (
+        check_nesting,
+        nesting_combinations,
+        parse_hierarchy,
+    )
+
     keys, frame = list(pub.keys), pub.cells
     if frame.select(keys).null_count().sum_horizontal().item():
         raise _fail("a key is missing (empty) in some row")
@@ -206,10 +225,28 @@ def _grid(pub: Publication) -> tuple[list[list[str]], tuple[int, ...], NDArray[n
         for k, lv in zip(keys, levels, strict=True)
     )
     flat = np.ravel_multi_index(idx, shape) if frame.height else np.zeros(0, np.intp)
-    if frame.height != int(np.prod(shape)) or np.unique(flat).size != flat.size:
+    if np.unique(flat).size != flat.size:
+        raise _fail(f"a key combination is published twice ({frame.height} rows)")
+    size = int(np.prod(shape))
+    chains = parse_hierarchy(list(hierarchy), keys)
+    if chains:
+        try:
+            check_nesting(frame, chains)
+        except ValidationError as exc:
+            raise _fail(str(exc)) from None
+        nesting = nesting_combinations(frame, keys, chains).height
+        if absent == "zero" and frame.height != nesting:
+            raise _fail(
+                f"{nesting - frame.height} of the {nesting} combinations that nest in the "
+                f"hierarchy {', '.join(hierarchy)} are not published, but the claim states that "
+                "absent combinations are counts of zero (claim.absent = 'zero'): each must be a "
+                "published cell"
+            )
+    elif absent == "zero" and frame.height != size:
         raise _fail(
-            f"need each of the {int(np.prod(shape))} key combinations exactly once; got "
-            f"{frame.height} rows"
+            f"need each of the {size} key combinations exactly once; got {frame.height} rows "
+            f"({size - frame.height} missing, but the claim states that absent combinations "
+            "are counts of zero, claim.absent = 'zero')"
         )
     return levels, shape, np.asarray(flat, dtype=np.intp)
 
@@ -256,21 +293,47 @@ def margin_totals(
     return out
 
 
-def publication_table(pub: Publication, h: int, margins: Sequence[str]) -> tuple[Any, list[Any]]:
+def publication_table(
+    pub: Publication,
+    h: int,
+    margins: Sequence[str],
+    *,
+    known: Sequence[Sequence[str]] = (),
+    hierarchy: Sequence[str] = (),
+    absent: str = "zero",
+) -> tuple[Any, list[Any]]:
     """A :class:`~persuasive.margins.MarginTable` consistent with the publication.
 
     The suppressed cells get an integer completion ``y`` with ``A y = b`` within their supports
     (primary ``[0, h-1]``, secondary ``>= h``) by ``scipy.optimize.milp``; ``kappa_published``
-    does not depend on which completion. Returns the table and the labels (tuples of strings)
-    of every flat cell. Raises ValidationError naming what is inconsistent.
+    does not depend on which completion. The combinations of the published levels missing from
+    the published table are structural zeros (allowed as :func:`_grid` says); the ``known``
+    cells (key labels) must be published with their counts, which may be below h. Returns the
+    table and the labels (tuples of strings) of every flat cell. Raises ValidationError naming
+    what is inconsistent.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     from persuasive.margins import MarginTable, parse_margins
     from persuasive.margins.constraints import full_incidence
 
-    levels, shape, flat = _grid(pub)
+    levels, shape, flat = _grid(pub, absent, hierarchy)
     n, frame = int(np.prod(shape)), pub.cells
+    structural = np.ones(n, bool)
+    structural[flat] = False
+    where = [{lab: i for i, lab in enumerate(lv)} for lv in levels]
+    known_flat = np.zeros(n, bool)
+    for cell in known:
+        pos = [w.get(str(lab)) for w, lab in zip(where, cell, strict=True)]
+        shown = ", ".join(f"{k}={lab!r}" for k, lab in zip(pub.keys, cell, strict=True))
+        i = (
+            None
+            if any(q is None for q in pos)
+            else int(np.ravel_multi_index(tuple(int(q or 0) for q in pos), shape))
+        )
+        if i is None or structural[i]:
+            raise _fail(f"the known cell ({shown}) of the claim is not a published cell")
+        known_flat[i] = True
     status = frame[STATUS]
     bad = status.drop_nulls().filter(~status.drop_nulls().is_in(list(STATUSES)))
     if bad.len():
@@ -283,17 +346,32 @@ def publication_table(pub: Publication, h: int, margins: Sequence[str]) -> tuple
     if clash.size:
         raise _fail(f"row {int(clash[0])}: the count must be empty exactly where {STATUS} is set")
     x[flat] = frame[pub.count].fill_null(0).to_numpy()
-    low = np.flatnonzero(~sup[flat] & (x[flat] < h))
+    hidden_known = np.flatnonzero(sup & known_flat)
+    if hidden_known.size:
+        at = int(np.flatnonzero(flat == hidden_known[0])[0])
+        cell = ", ".join(f"{k}={frame.row(at, named=True)[k]!r}" for k in pub.keys)
+        raise _fail(
+            f"cell ({cell}) is suppressed, but the claim lists it as known to the Receiver: a "
+            "known cell is published with its count"
+        )
+    low = np.flatnonzero(~sup[flat] & ~known_flat[flat] & (x[flat] < h))
     if low.size:
         row = frame.row(int(low[0]), named=True)
         cell = ", ".join(f"{k}={row[k]!r}" for k in pub.keys)
         raise _fail(
             f"cell ({cell}) shows {row[pub.count]}, below h = {h}: a count below h must be "
-            "suppressed (a suppressed cell filled back in?)"
+            "suppressed unless the claim lists the cell as known (a suppressed cell filled back "
+            "in?)"
         )
     dims = tuple(pub.keys)
     marg = parse_margins(list(margins), dims)
-    kw: dict[str, Any] = {"h": h, "margins": marg, "dims": dims}
+    kw: dict[str, Any] = {
+        "h": h,
+        "margins": marg,
+        "dims": dims,
+        "known": known_flat.reshape(shape),
+        "structural": structural.reshape(shape),
+    }
     mask: dict[str, Any] = {"suppressed": sup.reshape(shape), "secondary": sec.reshape(shape)}
     base = MarginTable(np.where(sup, np.where(sec, h, 0), x).reshape(shape), **kw, **mask)
     totals = margin_totals(pub.margins, pub.keys, base.margins, base.margin_names(), levels)

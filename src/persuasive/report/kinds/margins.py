@@ -43,27 +43,86 @@ class MarginsParams:
     keys: tuple[str, ...]
     count: str
     target_kappa: float | None = None
-    #: ``"zero"``: absent combinations are published as counts of zero (structural zeros are
-    #: not available with margins).
+    #: ``"zero"``: absent combinations are published as counts of zero; ``"structural"``: they
+    #: are structural zeros, known cells of count 0 not published.
     absent: str = "zero"
+    #: The key labels (strings) of the cells the Receiver knows a priori (``claim.known``).
+    known: tuple[tuple[str, ...], ...] = ()
+    #: The hierarchies, ``"region>district"`` (``claim.hierarchy``).
+    hierarchy: tuple[str, ...] = ()
 
 
-#: The note of a claim stating that absent key combinations are counts of zero.
-ABSENT_NOTE = (
-    "Absent combinations of the keys' levels are counts of zero: they are published as cells, "
-    "suppressed like any count below h (leaving them out would reveal that they are zero)."
+#: The note each treatment of absent key combinations adds to a margins certificate.
+ABSENT_NOTES = {
+    "zero": (
+        "Absent combinations of the keys' levels are counts of zero: they are published as "
+        "cells, suppressed like any count below h (leaving them out would reveal that they are "
+        "zero)."
+    ),
+    "structural": (
+        "Absent combinations of the keys' levels are declared structural zeros, known to "
+        "everyone to be impossible: they are not cells, are not published, and count as known "
+        "zeros in every published total; a verifier recounts them from the published table."
+    ),
+}
+#: The note of a claim with a hierarchy.
+HIERARCHY_NOTE = (
+    "The keys form a hierarchy (each lower level in exactly one upper level): the combinations "
+    "that do not nest are structural zeros, not published, and the published totals by the "
+    "upper levels are the subtotals of the hierarchy."
+)
+#: The note of a claim with cells the Receiver knows a priori.
+KNOWN_NOTE = (
+    "{n} published cells are stated to be known to the Receiver before the release (listed in "
+    "the claim): they are never suppressed, their counts are published even below h, and the "
+    "posterior treats them as published values. The guarantee does not cover a Receiver who "
+    "would not know them."
 )
 
 
 def _absent(claim: Mapping[str, Any]) -> str:
-    """``claim.absent``: ``"zero"`` (structural zeros are not available with margins)."""
+    """``claim.absent``: ``"zero"`` or ``"structural"``."""
     value = need({"claim": claim}, "claim.absent", str)
-    if value != "zero":
+    if value not in ABSENT_NOTES:
         raise ValidationError(
-            f"claim.absent: must be 'zero' (a table with margins publishes absent combinations "
-            f"as counts of zero); got {value!r:.60}"
+            f"claim.absent: must be 'zero' (absent combinations are counts of zero) or "
+            f"'structural' (structural zeros, not published); got {value!r:.60}"
         )
-    return "zero"
+    return value
+
+
+def _known(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """``claim.known`` (optional): a sorted list of distinct key-label lists (strings)."""
+    raw = claim.get("known", [])
+    ok = isinstance(raw, list) and all(
+        isinstance(c, list) and len(c) == len(keys) and all(isinstance(s, str) for s in c)
+        for c in raw
+    )
+    if not ok:
+        raise ValidationError(
+            f"claim.known: must be a list of known cells, each the list of its {len(keys)} key "
+            "labels (strings)"
+        )
+    cells = tuple(tuple(c) for c in raw)
+    if list(cells) != sorted(set(cells)) or (not cells and "known" in claim):
+        raise ValidationError("claim.known: must be sorted, each cell once, and not empty")
+    return cells
+
+
+def _hierarchy(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:
+    """``claim.hierarchy`` (optional): the chains ``"region>district"``, checked against keys."""
+    from persuasive.margins.hierarchy import hierarchy_names, parse_hierarchy
+
+    raw = claim.get("hierarchy", [])
+    if not isinstance(raw, list) or not all(isinstance(s, str) for s in raw):
+        raise ValidationError("claim.hierarchy: must be a list of strings such as 'a>b'")
+    if not raw and "hierarchy" in claim:
+        raise ValidationError("claim.hierarchy: must not be empty (leave it out instead)")
+    try:
+        chains = parse_hierarchy(raw, keys)
+    except ValidationError as exc:
+        raise ValidationError(f"claim.hierarchy: {exc}") from None
+    return tuple(hierarchy_names(chains))
 
 
 def margin_words(names: tuple[str, ...] | list[str]) -> str:
@@ -97,8 +156,14 @@ def margins_sentence(p: MarginsParams, kappa: float, *, certified: bool, disclos
         if disclosed
         else ""
     )
+    known = (
+        f", except {plural(len(p.known), 'cell')} the Receiver already knows, published as they are"
+        if p.known
+        else ""
+    )
     return (
-        f"Cells with a count below {p.h} are suppressed (and, where needed, other cells too), "
+        f"Cells with a count below {p.h} are suppressed{known} (and, where needed, other cells "
+        "too), "
         f"and {margin_words(p.margins)} are published exactly. Against {who}, the publication "
         f"guarantees κ = {kappa_text(kappa)} nats for every suppressed cell whose true count is "
         f"below {p.r}, whichever table consistent with the publication is the true one{shown}: "
@@ -121,6 +186,8 @@ class MarginsKind:
         "columns",
         "target_kappa",
         "absent",
+        "known",
+        "hierarchy",
     )
 
     def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
@@ -156,6 +223,8 @@ class MarginsKind:
             count=count,
             target_kappa=number(doc, "claim.target_kappa", optional=True),
             absent=_absent(claim),
+            known=_known(claim, keys),
+            hierarchy=_hierarchy(claim, keys),
         )
 
     def claim(self, p: MarginsParams) -> dict[str, Any]:
@@ -167,6 +236,8 @@ class MarginsKind:
             ),
             "columns": {"keys": list(p.keys), "count": p.count},
             "absent": p.absent,
+            **({"known": [list(c) for c in p.known]} if p.known else {}),
+            **({"hierarchy": list(p.hierarchy)} if p.hierarchy else {}),
         }
 
     def read_publication(self, p: MarginsParams, files: Mapping[str, Path]) -> Publication:
@@ -182,10 +253,15 @@ class MarginsKind:
             "suppressed": int(pub.cells[mc.STATUS].is_not_null().sum()),
             "secondary": int((pub.cells[mc.STATUS] == "secondary").sum()),
         }
+        if p.absent == "structural" or p.hierarchy:
+            facts["structural_cells"] = mc.structural_count(pub)
         problems: list[str] = []
         payload: Any = None
         try:
-            payload = (pub, *mc.publication_table(pub, p.h, list(p.margins)))
+            table, labels = mc.publication_table(
+                pub, p.h, list(p.margins), known=p.known, hierarchy=p.hierarchy, absent=p.absent
+            )
+            payload = (pub, table, labels)
         except PersuasiveError as exc:
             problems.append(
                 f"publication: inconsistent with the claim: {' '.join(str(exc).split())}"
@@ -223,11 +299,26 @@ class MarginsKind:
         kappa = float(worst.max_published)
         certified = bool(exact.all())
         within = p.target_kappa is None or kappa <= p.target_kappa
-        holds = certified and within and math.isfinite(kappa)
+        from persuasive.report.words import kappa_text
+
+        # kappa_published is a proven bound everywhere (exact, or the full-disclosure loss where
+        # a component is too large): with a target it holds when that bound meets it
+        proven = certified or (p.target_kappa is not None and within)
+        holds = proven and within and math.isfinite(kappa)
         n_disc = sum(c["disclosed"] is True for c in cells)
-        text = margins_sentence(p, kappa, certified=certified, disclosed=n_disc)
-        if certified:
+        text = margins_sentence(p, kappa, certified=proven, disclosed=n_disc)
+        if proven:
             text += not_met(p.target_kappa, within)
+        if not certified:
+            text += (
+                f" For {sum(c['certified'] is False for c in cells)} suppressed cells the exact "
+                "computation was too large: their κ is bounded by what a Receiver gains by "
+                "learning the count outright (at most "
+                f"{kappa_text(kappa)} nats), a proof, not an estimate."
+                if proven
+                else f" The proven bound (a Receiver learning the count outright) is κ = "
+                f"{kappa_text(kappa)} nats."
+            )
         return Body(
             guarantee={
                 "holds": holds,
@@ -237,7 +328,12 @@ class MarginsKind:
                 "basis": mc.BASIS,
                 "statement": text,
             },
-            notes=[*mc.NOTES, ABSENT_NOTE],
+            notes=[
+                *mc.NOTES,
+                ABSENT_NOTES[p.absent],
+                *([HIERARCHY_NOTE] if p.hierarchy else []),
+                *([KNOWN_NOTE.format(n=len(p.known))] if p.known else []),
+            ],
             extra={"cells": cells},
         )
 
