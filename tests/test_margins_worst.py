@@ -172,7 +172,7 @@ def test_mcmc_component_is_flagged_and_bounded():
     assert exact.all_certified and not est.all_certified
     sup = t.suppressed
     b, _ = surprise(POI, counts)
-    np.testing.assert_allclose(est.kappa_upper[sup], b[sup])
+    assert np.all(est.kappa_upper[sup] <= b[sup] + 1e-12)  # B, or the switching bound below it
     assert np.all(est.kappa_lower[sup] == 0.0)
     assert np.all(exact.kappa_upper <= est.kappa_upper + 1e-12)
     assert np.abs(est.estimate - exact.estimate)[sup].max() < 0.5

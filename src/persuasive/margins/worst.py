@@ -48,9 +48,11 @@ class.
 consistent with what was published and is recomputed from the publication alone.
 
 **Large components.** Where a component is too large for the exact DP its posterior is a
-Markov chain estimate (:mod:`persuasive.margins.mcmc`); there ``kappa_upper`` falls back to the
-proven :math:`B(x_i)` (:math:`\Pi \le 1`), ``estimate`` holds the chain's value and
-``kappa_lower`` is 0 (nothing proven).
+Markov chain estimate (:mod:`persuasive.margins.mcmc`); there ``kappa_upper`` and
+``kappa_published`` are the proven switching bounds of :mod:`persuasive.margins.switching`
+(``docs/margins_bounds.md``), never above :math:`B(x_i)` (:math:`\Pi \le 1`); ``estimate``
+holds the chain's value and ``kappa_lower`` is 0. With a target ``kappa`` a cell there is
+``certified`` when its proven bound is at most it (``exact`` is then False).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ from persuasive.classes.receivers import (
 )
 from persuasive.errors import ValidationError
 from persuasive.margins.posterior import MAX_DP_STATES, MarginPosterior, posterior_marginals
+from persuasive.margins.switching import posterior_upper
 from persuasive.margins.table import MarginTable
 from persuasive.priors.cells import IndependentCellsPrior
 
@@ -191,6 +194,7 @@ def posterior_fields(
     h: int,
     s_true: NDArray[np.float64],
     s_grid: NDArray[np.float64],
+    bound: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[Any], ...]:
     r"""Per suppressed cell of ``post``: ``(exact, value, upper, lower, published, log)``.
 
@@ -210,11 +214,46 @@ def posterior_fields(
     small = x[c] < r
     val = np.where(small, log_val, 0.0)
     fall = np.where(x[c] < h, np.max(s_grid[:, :r], axis=1), 0.0)  # primaries start at 0
-    upper = np.where(ex, val, np.where(small, s_true, 0.0))
+    b_val, b_pub = np.where(small, s_true, 0.0), fall
+    if bound is not None:  # proven switching bounds (persuasive.margins.switching)
+        b_val, b_pub = _bounded(bound, post, x[c], r, s_true, s_grid, b_val, b_pub)
+    upper = np.where(ex, val, b_val)
     lower = np.where(ex, val, 0.0)
-    pub = np.where(ex, np.maximum(pub_x, 0.0), fall)
-    log_up = np.where(ex, log_val, s_true)
+    pub = np.where(ex, np.maximum(pub_x, 0.0), b_pub)
+    log_up = np.where(ex, log_val, np.minimum(s_true, np.where(small, b_val, s_true)))
     return ex, val, upper, lower, pub, log_up
+
+
+def _bounded(
+    bound: NDArray[np.float64],
+    post: MarginPosterior,
+    xc: NDArray[np.int64],
+    r: int,
+    s_true: NDArray[np.float64],
+    s_grid: NDArray[np.float64],
+    b_val: NDArray[np.float64],
+    b_pub: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    r"""κ from proven upper bounds ``bound[k, j]`` :math:`\ge \log\Pi(y_k = lo_k + j)` (aligned
+    with ``post``; nan where none): the loss :math:`\log\Pi_i(x_i) + B(x_i)` is increasing in
+    :math:`\Pi_i(x_i)`, so the bound at :math:`x_i` bounds it; the publication bound is its
+    maximum over the values below r the bound leaves possible (all of them bounded, else the
+    fallback). Never above the fallbacks ``b_val``, ``b_pub`` (:math:`\Pi \le 1`)."""
+    w = min(bound.shape[1], s_grid.shape[1])
+    bd, sg = bound[:, :w], s_grid[:, :w]
+    grid = post.lo[:, None] + np.arange(w)[None, :]
+    idx = np.clip(xc - post.lo, 0, w - 1)
+    at = bd[np.arange(xc.size), idx]
+    small = xc < r
+    with np.errstate(invalid="ignore"):
+        v_true = np.where(np.isneginf(at) & np.isinf(s_true), 0.0, at + s_true)
+        val = np.where(small & ~np.isnan(at), np.minimum(b_val, v_true), b_val)
+        below = grid < r
+        cand = np.where(below & (bd > -np.inf), bd + sg, -np.inf)
+        cand = np.where(np.isnan(bd) & below, np.inf, cand)  # an unbounded value below r
+        pub = np.where(np.any(below, axis=1), np.max(cand, axis=1), 0.0)
+        pub = np.minimum(b_pub, np.maximum(np.where(np.isnan(pub), np.inf, pub), 0.0))
+    return val, pub
 
 
 def worst_case_losses(
@@ -225,6 +264,7 @@ def worst_case_losses(
     method: str = "auto",
     max_states: int = MAX_DP_STATES,
     rng: Any = 0,
+    kappa: float | None = None,
 ) -> WorstCaseLosses:
     r"""Exact per-cell supremum of :math:`\Delta_i^r` over the Receiver model's class.
 
@@ -242,6 +282,12 @@ def worst_case_losses(
     rng
         Seed of the Markov chain for components too large for the exact DP (default 0, so a
         result is reproducible).
+    kappa : float, optional
+        Target. On a component too large for the exact DP, ``kappa_upper`` and
+        ``kappa_published`` are the proven switching bounds (:mod:`persuasive.margins.switching`,
+        ``docs/margins_bounds.md``) where they beat the fallback, and a cell is ``certified``
+        when its bound ``kappa_upper`` is at most ``kappa`` (then ``exact`` is False: an upper
+        bound, not the supremum). Without it, no cell of such a component is certified.
 
     Examples
     --------
@@ -285,11 +331,20 @@ def worst_case_losses(
         )
         cells = post.cells
         grid = post.lo[:, None] + np.arange(post.log_pmf.shape[1])[None, :]
+        bnd = None
+        if not post.exact and not isinstance(receiver, SmallCellReceiver):
+            bnd = switching_grid(table, _common_prior(receiver, n), post, r_)
         ex, val, upper[cells], lower[cells], pub[cells], log_up[cells] = posterior_fields(
-            post, x, r_, table.h, b_x[cells], surprise(receiver, grid)[0]
+            post, x, r_, table.h, b_x[cells], surprise(receiver, grid)[0], bound=bnd
         )
         certified[cells] = ex
         disclosed[cells] = post.disclosed
+        if bnd is not None:
+            ok = bound_certified(bnd, post, x, ex, upper[cells], kappa, r_)
+            certified[cells] |= ok
+            # proven not disclosed where the bound gives Π_i(x_i) < 1; else the chain's verdict
+            at = bnd[np.arange(cells.size), np.clip(x[cells] - post.lo, 0, bnd.shape[1] - 1)]
+            disclosed[cells] &= ~(ok & (at < 0.0))
         est[cells] = val
         prim = x[cells] < table.h
         witness[cells] = np.where(x[cells] < r_, mu_x[cells], math.nan)
@@ -310,10 +365,13 @@ def worst_case_losses(
                 "of the range (witness_mean): kappa_lower = kappa_upper on exact components",
             )
         if not post.exact:
+            n_b = int((certified[cells] & ~ex).sum())
             notes += (
                 f"{int((~ex).sum())} suppressed cells lie in components too large for the exact "
-                "DP: their posterior is an MCMC estimate (not certified); kappa_upper there is "
-                "the proven -log q(x_i) bound and kappa_lower is 0",
+                "DP: their posterior is an MCMC estimate; kappa_upper there is a proven upper "
+                "bound (the switching bound of docs/margins_bounds.md, or -log q(x_i)) and "
+                f"kappa_lower is 0; {n_b} of them certified by the switching bound at kappa = "
+                f"{kappa}",
             )
     return WorstCaseLosses(
         kappa_lower=lower.reshape(shape),
@@ -351,6 +409,39 @@ def _common_prior(receiver: Receiver, n: int) -> IndependentCellsPrior:
         mu = _worst_mean(receiver)
         law = _family(receiver, mu if mu > 0 else 1.0)
     return IndependentCellsPrior([law] * n)
+
+
+def switching_grid(
+    table: MarginTable, prior: IndependentCellsPrior, post: MarginPosterior, r: int
+) -> NDArray[np.float64]:
+    """Switching upper bounds on ``log Π`` aligned with ``post`` (its cells, lo and width), for
+    the cells below r of the components not computed exactly (nan elsewhere)."""
+    big = [c for c, m in enumerate(post.methods) if m != "exact-dp"]
+    sb = posterior_upper(table, prior, components=big, top=r - 1)
+    width = int(post.log_pmf.shape[1])
+    out = np.full((post.cells.size, width), np.nan)
+    w = min(width, int(sb.log_upper.shape[1]))
+    assert np.array_equal(sb.cells, post.cells) and np.array_equal(sb.lo, post.lo)
+    out[:, :w] = sb.log_upper[:, :w]
+    return out
+
+
+def bound_certified(
+    bound: NDArray[np.float64],
+    post: MarginPosterior,
+    x: NDArray[np.int64],
+    ex: NDArray[np.bool_],
+    upper: NDArray[np.float64],
+    kappa: float | None,
+    r: int,
+) -> NDArray[np.bool_]:
+    r"""Cells of non-exact components whose proven ``kappa_upper`` (the switching bound, or
+    :math:`B(x_i)` from :math:`\Pi \le 1`; 0 at or above r) is at most ``kappa``."""
+    if kappa is None:
+        return np.zeros(ex.shape, dtype=bool)
+    at = bound[np.arange(ex.size), np.clip(x[post.cells] - post.lo, 0, bound.shape[1] - 1)]
+    del at, r  # the proven bound (switching, or B(x_i) from Π <= 1) is all that is needed
+    return ~ex & (upper <= kappa)
 
 
 def meets(worst: WorstCaseLosses, kappa: float) -> NDArray[np.bool_]:
