@@ -232,15 +232,19 @@ def test_a_refusal_says_when_it_is_not_a_proof():
 def test_forced_mcmc_component_is_reported_uncertified():
     t = MarginTable([[1, 6, 7], [5, 1, 6], [7, 6, 5]], h=3, margins="rows,cols")
     plan = plan_suppression(t, RC, 7.0, max_states=1)
-    assert not plan.certified and plan.uncertified_cells.size > 0
+    assert plan.uncertified_cells.size > 0
+    # certified means proven: exact where the DP ran, else the proven bound (issue 12)
+    assert plan.certified is bool(np.all(plan.losses[plan.pattern] <= 7.0))
     assert set(plan.uncertified_cells.tolist()) == set(
         np.flatnonzero(plan.pattern.ravel() & ~plan.worst.certified.ravel()).tolist()
     )
     assert {0, 4} <= set(plan.uncertified_cells.tolist())
     assert not ({0, 4} & _lp_determined(plan.table))  # the structural condition holds
-    assert any("NOT certified" in n for n in plan.notes) and "NOT certified" in plan.explain()
+    said = any("NOT certified" in n for n in plan.notes), "NOT certified" in plan.explain()
+    assert said == (not plan.certified, not plan.certified)
     quick = plan_suppression(t, RC, 7.0, max_states=1, mcmc_audit=False)
-    assert np.array_equal(quick.pattern, plan.pattern) and not quick.certified
+    assert np.array_equal(quick.pattern, plan.pattern)
+    assert quick.certified is bool(np.all(quick.losses[quick.pattern] <= 7.0))
     assert np.isnan(quick.worst.estimate.ravel()[quick.uncertified_cells]).all()
 
 
@@ -318,3 +322,21 @@ def test_large_component_leaves_no_needy_cell_to_the_lp_attacker():
     pinned = att.cells[att.exposed]
     x = t.counts.ravel()[pinned]
     assert not np.any((x < 3) & (disclosure_loss(rc, x) > 6.0))
+
+
+def test_plan_states_its_gap_and_whether_it_is_optimal() -> None:
+    """Issue 12: the plan carries ``optimal`` (True at the proven lower bound, None when not
+    known: the hook of an exact pattern search) and its sentence states the gap."""
+    from persuasive.classes.receivers import PoissonReceiver
+    from persuasive.margins import MarginTable
+    from persuasive.margins.planner import plan_suppression
+
+    t = MarginTable([[0, 0, 9], [7, 8, 6], [9, 7, 8]], h=3, margins="rows,cols")
+    plan = plan_suppression(t, PoissonReceiver(1, 10), kappa=7.0)
+    assert plan.certified and plan.gap == plan.objective_value - plan.lower_bound > 0
+    assert plan.optimal is None and "optimal not known" in plan.explain()
+    assert f"gap {plan.gap:g}" in plan.explain() and plan.to_dict()["gap"] == plan.gap
+    t2 = MarginTable([[1, 9, 8], [7, 9, 9], [8, 9, 7]], h=3, margins="rows,cols")
+    at_bound = plan_suppression(t2, PoissonReceiver(1, 10), kappa=7.0)
+    if at_bound.gap == 0:
+        assert at_bound.optimal is True and "optimal" in at_bound.explain()

@@ -332,3 +332,43 @@ def test_report_sections(tmp_path: Path) -> None:
         "report.html",
         "report.md",
     ]
+
+
+def test_a_refused_release_writes_nothing_and_says_what_would_help(tmp_path: Path) -> None:
+    """Issue 12: with a target the release is certified or refused; refused, publish raises
+    'nothing to publish' and leaves no folder, and the statement gives the κ the pattern found
+    reaches (proven) and the other ways out."""
+    from persuasive.classes.receivers import PoissonReceiver
+    from persuasive.files.output import OutputFolder
+    from persuasive.release.pipeline import publish
+
+    counts = np.random.default_rng(0).poisson(8, (30, 20))
+    rel = release_table_with_margins(
+        _frame(counts), keys=["a", "b"], count="n", h=5, receiver=PoissonReceiver(1, 30),
+        margins="rows,cols", target_kappa=3.0,
+    )  # fmt: skip
+    vd = rel.verdict
+    if not vd.refused:
+        pytest.skip("certified here (certified bounds for large components)")
+    assert not rel.ok and vd.n_failing == int(rel.failing().sum()) > 0
+    text = vd.statement()
+    assert "a target κ of at least" in text and "fewer margins" in text and "coarser" in text
+    with pytest.raises(ValidationError, match="nothing to publish"):
+        publish(rel, OutputFolder(tmp_path / "out"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_cli_counts_agree_with_the_certificate(tmp_path: Path) -> None:
+    """Summary, printed table and certificate take their counts from one object."""
+    out = tmp_path / "out"
+    args = [*RECEIVER_OPTS, "--h", 3, "--margins", "rows,cols", "--target-kappa", 3.5]
+    doc = json.loads(_cli(tmp_path, *args, "--out", out, "--json").output)
+    s, cert = doc["summary"], doc["certificate"]
+    assert s["n_secondary"] == cert["publication"]["secondary"]
+    assert s["n_suppressed"] == cert["publication"]["suppressed"]
+    assert s["kappa_published"] == cert["guarantee"]["kappa"]
+    assert s["holds"] is cert["guarantee"]["holds"] is True
+    assert s["n_disclosed_exact"] == sum(c["disclosed"] is True for c in cert["cells"])
+    assert doc["comparison"]["planner"]["gap"] == s["planner_gap"]
+    text = _cli(tmp_path, *args, "--out", tmp_path / "o2").output
+    assert "proven lower bound" in text and "gap" in text

@@ -208,16 +208,34 @@ def test_margins_with_a_sparse_table(tmp_path: Path) -> None:
     assert verify_certificate(tmp_path / "out" / "certificate.json", published=tmp_path / "out").ok
 
 
-def test_margins_refuse_structural_zeros(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError, match="not available with margins"):
-        release_table_with_margins(
-            _sparse_margins_frame(), keys=["a", "b"], count="n", h=6, receiver=NEGBIN,
-            margins="rows", absent="structural",
-        )  # fmt: skip
-    res, out = _release(tmp_path, "--absent", "structural", "--margins", "rows")
-    assert res.exit_code == 2 and res.output.count("error:") == 1, res.output
-    assert "--absent structural is not available with --margins" in res.output
-    assert not out.exists()
+def test_margins_with_structural_zeros(tmp_path: Path) -> None:
+    """Structural zeros with margins (known zero cells, not published): API and CLI agree, the
+    certificate says so and verify recomputes it from the published files."""
+    frame = _sparse_margins_frame()
+    rel = release_table_with_margins(
+        frame, keys=["a", "b"], count="n", h=6, receiver=NEGBIN, margins="rows,cols",
+        absent="structural", target_kappa=4.5,
+    )  # fmt: skip
+    structural = rel.table.structural
+    assert structural.any() and not rel.table.suppressed[structural].any()
+    data = tmp_path / "t.csv"
+    frame.write_csv(data)
+    out = tmp_path / "out"
+    res = _cli(
+        "release", "table", data, "--keys", "a,b", "--count", "n", "--h", 6,
+        "--negbin-mean", "1:40", "--negbin-size", 1, "--margins", "rows,cols",
+        "--target-kappa", 4.5, "--absent", "structural", "--out", out, "-q",
+    )  # fmt: skip
+    assert res.exit_code == (0 if rel.ok else 1), res.output
+    if not rel.ok:
+        assert not out.exists()
+        return
+    doc = json.loads((out / "certificate.json").read_text(encoding="utf-8"))
+    assert doc["claim"]["absent"] == "structural"
+    assert doc["publication"]["structural_cells"] == int(structural.sum())
+    published = pl.read_csv(out / "released.csv", infer_schema=False)
+    assert published.height == frame.height  # the structural zeros are not cells
+    assert _cli("verify", out / "certificate.json", "--published", out).exit_code == 0
 
 
 def test_margins_cli_with_a_sparse_table(tmp_path: Path) -> None:

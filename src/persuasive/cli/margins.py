@@ -7,6 +7,7 @@ classical rule beside it, and a certificate recomputed from the publication
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -26,31 +27,99 @@ _BOUND_WORDS = {
 }
 
 
+#: Problem lines printed (the JSON output lists them all).
+MAX_PROBLEMS = 10
+
+
+def _interval(row: dict[str, Any]) -> str:
+    lo, up = row["lower"], row["upper"]
+    if lo is None or up is None or not (math.isfinite(lo) and math.isfinite(up)):
+        return f"{c.num(lo)}..{c.num(up)}"
+    return f"{int(lo)}..{int(up)}"  # integer bounds (margins_output.integer_intervals)
+
+
 def problems(release: Any) -> list[str]:
-    """One line per failing or disclosed suppressed cell: why, and its attacker interval."""
+    """One line per failing or disclosed suppressed cell (the release's verdict decides which
+    fail): why, and its attacker interval."""
     import polars as pl
 
-    cells = release.cells.with_columns(fails=pl.Series(release.failing().ravel()))
-    rows = cells.filter(pl.col("fails") | pl.col("disclosed"))
+    vd = release.verdict
+    cells = release.cells.with_columns(
+        fails=pl.Series(vd.failing.ravel()), shown=pl.Series(vd.disclosed.ravel())
+    )
+    rows = cells.filter(pl.col("fails") | pl.col("shown"))
+    target = release.target_kappa
     out = []
     for row in rows.iter_rows(named=True):
         why = []
         if not row["certified"]:
-            why.append("not certified (in a part of the table too large for the exact posterior)")
-        if row["disclosed"]:
+            why.append("in a part of the table too large for the exact posterior")
+        if row["shown"]:
             why.append("disclosed: recovered exactly from the margins")
-        bound = row["kappa_published" if release.bound == "publication" else "kappa"]
-        if release.target_kappa is not None and bound > release.target_kappa:
+        if target is not None and row["kappa_published"] > target:
             why.append(
-                f"κ {c.num(bound)} ({_BOUND_WORDS[release.bound]}) > target "
-                f"{c.num(release.target_kappa)}"
+                f"κ {c.num(row['kappa_published'])} (proven, {_BOUND_WORDS['publication']}) "
+                f"> target {c.num(target)}"
             )
-        interval = f"{c.num(row['lower'])}..{c.num(row['upper'])}"
+        elif target is not None and row["shown"]:
+            why.append(f"κ {c.num(row['kappa_published'])} <= target {c.num(target)}")
         out.append(
             f"{'FAILS' if row['fails'] else 'note'}: {_cell(release, row)} ({row['status']}): "
-            f"{'; '.join(why)} (κ {c.num(row['kappa'])}, attacker interval {interval})"
+            f"{'; '.join(why)} (κ at the table {c.num(row['kappa'])}, attacker interval "
+            f"{_interval(row)})"
         )
     return out
+
+
+def _pairs(release: Any, data: Path, receiver: Any, h: int) -> list[tuple[str, str]]:
+    """The summary table, every count from the release's verdict."""
+    s, vd = release.summary(), release.verdict
+    comp = release.comparison
+    classical = (
+        f"{s['classical_secondary']} secondary cells"
+        + ("" if comp is None else f", {s['classical_above_kappa']} cells above the target")
+        + f"; κ published {c.num(release.classical_worst.max_published)}"
+    )
+    n_big = vd.n_suppressed - vd.n_exact
+    if vd.target_kappa is not None:
+        certified = (
+            f"{vd.n_certified} of {vd.n_suppressed} suppressed cells proven within the target"
+            + (f" ({n_big} in parts too large for the exact posterior)" if n_big else "")
+        )
+    else:
+        certified = (
+            "yes (every suppressed cell computed exactly)"
+            if not n_big
+            else f"no: {n_big} cells in parts too large for the exact posterior (κ there is the "
+            "proven full-disclosure bound)"
+        )
+    disclosed = str(vd.n_disclosed) + (
+        f" ({vd.n_disclosed_exact} by the exact posterior, the others pinned by the attacker's LP)"
+        if vd.n_disclosed != vd.n_disclosed_exact
+        else ""
+    )
+    target = (
+        "none"
+        if vd.target_kappa is None
+        else f"{c.num(vd.target_kappa)} ({_BOUND_WORDS[vd.bound]})"
+    )
+    return [
+        ("input", c.shown(data)),
+        ("receiver", c.receiver_words(receiver, h)),
+        ("margins", s["margins"]),
+        ("h, r", f"{s['h']}, {s['r']}"),
+        ("cells", f"{vd.n_cells} ({vd.n_primary} primary, {vd.n_secondary} secondary)"),
+        ("κ at the table", f"{c.num(vd.kappa_table)} (exact worst case, custodian only)"),
+        ("κ published", f"{c.num(vd.kappa_published)} (proven; what the certificate states)"),
+        ("certified", certified),
+        ("disclosed", disclosed),
+        ("target κ", target),
+        (
+            "secondary cells",
+            "not planned (no target)" if vd.gap_words() is None else str(vd.gap_words()),
+        ),
+        ("classical rule", classical),
+    ]
 
 
 def run_margins(
@@ -72,10 +141,13 @@ def run_margins(
     json_: bool,
     microdata: bool = False,
     absent: str = "zero",
+    known: Path | None = None,
+    hierarchy: str | None = None,
 ) -> int:
     """The ``--margins`` route of ``release table``; returns the exit status. With
     ``microdata`` the records of ``data`` are counted first; absent key combinations are counts
-    of zero (``absent="structural"`` is refused with margins)."""
+    of zero, or structural zeros (``absent="structural"``); ``known`` is a file of cells the
+    Receiver knows, ``hierarchy`` nested keys (``region>district``)."""
     from persuasive.errors import ValidationError
     from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.margins import (
@@ -84,6 +156,7 @@ def run_margins(
         check_margins_receiver,
         release_table_with_margins,
     )
+    from persuasive.release.margins_output import check_certificate
     from persuasive.release.pipeline import exit_status, publish
 
     if margins is None:
@@ -100,12 +173,6 @@ def run_margins(
         raise ValidationError(f"--objective must be {' or '.join(OBJECTIVES)}; got {objective!r}")
     if bound not in (None, *BOUNDS):
         raise ValidationError(f"--bound must be {' or '.join(BOUNDS)}; got {bound!r}")
-    if absent == "structural":
-        raise ValidationError(
-            "--absent structural is not available with --margins: the margins engine has no "
-            "cells known to be zero; drop --absent (absent combinations are then counts of zero) "
-            "or release the table without --margins"
-        )
     check_margins_receiver(receiver)
     given: Any = margins
     if Path(margins).suffix.lower() in (".csv", ".parquet", ".pq"):  # published totals to check
@@ -129,6 +196,8 @@ def run_margins(
                 r=r,
                 microdata=microdata,
                 absent=absent,
+                known=known,
+                hierarchy=hierarchy,
             )
         except InfeasiblePlanError as exc:
             c.stop_progress()
@@ -138,6 +207,30 @@ def run_margins(
             else:
                 c.stdout().print(f"NOT released (nothing written): {refusal}", markup=False)
             return 1
+        vd = release.verdict
+        if vd.refused:
+            c.stop_progress()
+            lines = problems(release)
+            if json_:
+                c.emit_json(
+                    {
+                        "kind": "margins",
+                        "holds": False,
+                        "refused": vd.statement(),
+                        "files": {},
+                        "summary": release.summary(),
+                        "comparison": release.comparison_document(),
+                        "problems": lines,
+                    }
+                )
+                return 1
+            c.print_pairs(
+                [*_pairs(release, data, receiver, h), ("verdict", "NOT released")],
+                "Release with margins",
+            )
+            _print_problems(lines)
+            c.stdout().print(f"NOT released (nothing written): {vd.statement()}", markup=False)
+            return 1
         outcome = publish(
             release,
             folder,
@@ -146,10 +239,10 @@ def run_margins(
             target_kappa=target_kappa,
             on_step=step,
         )
-    # The certificate states κ for every table consistent with the publication; the release
-    # also fails (exit 1) when a cell fails the custodian's own check: above the target at the
-    # planned-against bound, not computed exactly, or, without a target, disclosed below r.
-    status = exit_status(outcome) if release.ok else 1
+    check_certificate(release, outcome.document)  # one outcome: the certificate agrees
+    # With a target the release is certified (else refused above); without one the certificate
+    # states κ, and the release fails (exit 1) when a cell is disclosed below r or not exact.
+    status = 0 if release.ok and exit_status(outcome) == 0 else 1
     lines = problems(release)
     if json_:
         c.emit_json(
@@ -161,40 +254,18 @@ def run_margins(
             }
         )
         return status
-    s = release.summary()
-    plan, comp = release.plan, release.comparison
-    classical = (
-        f"{s['classical_secondary']} secondary cells"
-        + ("" if comp is None else f", {s['classical_above_kappa']} cells above the target")
-        + f"; κ published {c.num(release.classical_worst.max_published)}"
-    )
     c.print_pairs(
         [
-            ("input", c.shown(data)),
-            ("receiver", c.receiver_words(receiver, h)),
-            ("margins", s["margins"]),
-            ("h, r", f"{s['h']}, {s['r']}"),
-            ("cells", f"{s['n_cells']} ({s['n_primary']} primary, {s['n_secondary']} secondary)"),
-            ("κ at the table", f"{c.num(s['kappa_max'])} (exact worst case, custodian only)"),
-            ("κ published", f"{c.num(outcome.document['guarantee']['kappa'])} (the certificate)"),
-            (
-                "certified",
-                "yes"
-                if s["certified"]
-                else "no (a part of the table is too large for the exact posterior)",
-            ),
-            ("disclosed", str(s["n_disclosed"])),
-            ("target κ", f"{c.num(s['target_kappa'])} ({_BOUND_WORDS[s['bound']]})"),
-            ("planner", "not run (no target)" if plan is None else plan.explain()),
-            ("classical rule", classical),
+            *_pairs(release, data, receiver, h),
             *[(role, str(p)) for role, p in outcome.files.items()],
             ("verdict", "holds" if status == 0 else "does NOT hold"),
         ],
         "Release with margins",
     )
+    _print_problems(lines)
     console = c.stdout()
-    for line in lines:
-        console.print(line, markup=False)
+    if not release.ok:
+        console.print(release.verdict.statement(), markup=False)
     console.print(outcome.statement, markup=False)
     console.print(
         "custodian_* files are for the custodian: do not publish them. Anyone can check the "
@@ -202,3 +273,15 @@ def run_margins(
         markup=False,
     )
     return status
+
+
+def _print_problems(lines: list[str]) -> None:
+    console = c.stdout()
+    for line in lines[:MAX_PROBLEMS]:
+        console.print(line, markup=False)
+    if len(lines) > MAX_PROBLEMS:
+        console.print(
+            f"... and {len(lines) - MAX_PROBLEMS} more cells (--json lists them all; "
+            "custodian_cells has every cell)",
+            markup=False,
+        )

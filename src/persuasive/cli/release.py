@@ -177,6 +177,22 @@ def table_cmd(
             "default) or 'structural' (known structural zeros, not published).",
         ),
     ] = None,
+    known: Annotated[
+        Path | None,
+        opt(
+            "--known",
+            "With --margins: a CSV with the key columns of cells the Receiver knows already "
+            "(published, never suppressed, listed in the certificate).",
+        ),
+    ] = None,
+    hierarchy: Annotated[
+        str | None,
+        opt(
+            "--hierarchy",
+            "With --margins: nested keys, outer first, e.g. region>district; the pairs that "
+            "do not nest are structural zeros.",
+        ),
+    ] = None,
 ) -> None:
     """Suppress the cells below h of a count table and certify it (Prop 8).
 
@@ -205,6 +221,11 @@ def table_cmd(
         checked("--target-kappa", target_kappa),
     )
     receiver = c.receiver(alpha, poisson_mean, negbin_mean, negbin_size)
+    if margins is None and (known is not None or hierarchy is not None):
+        raise ValidationError(
+            f"{'--known' if known is not None else '--hierarchy'} needs --margins (it is about "
+            "a table published with its totals)"
+        )
     if margins is not None or objective is not None or bound is not None:
         from persuasive.cli.margins import run_margins
 
@@ -227,6 +248,8 @@ def table_cmd(
                 json_=json_,
                 microdata=microdata,
                 absent=absent,
+                known=known,
+                hierarchy=hierarchy,
             )
         )
     if (h is None) == (target_kappa is None):

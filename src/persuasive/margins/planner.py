@@ -93,11 +93,17 @@ class SuppressionPlan:
         The planned-against bound per cell (``kappa_upper`` or ``kappa_published``).
     kappa, bound : float, str
     certified : bool
-        Every component exact and every suppressed cell's bound <= κ.
+        Every suppressed cell's bound <= κ, proven: exact on a component the DP computes, else
+        the proven full-disclosure bound (the posterior is at most 1), which meets κ only for
+        cells whose disclosure loss does.
     uncertified_cells : int ndarray
         Flat indices of suppressed cells in components too large for the exact DP.
     iterations, notes : int, tuple of str
         Greedy steps of the kept run; what is exact and what is structural only.
+    optimal : bool or None
+        Proven optimal (True: the cost is at the lower bound, or an exact method proved it),
+        proven not (False), or not known (None: the greedy's usual answer; ``gap`` says how far
+        it may be). The hook of an exact pattern search (a MIP) that may close the gap.
     """
 
     table: MarginTable
@@ -116,6 +122,7 @@ class SuppressionPlan:
     uncertified_cells: NDArray[np.intp]
     iterations: int
     notes: tuple[str, ...] = ()
+    optimal: bool | None = None
 
     @property
     def gap(self) -> float:
@@ -130,15 +137,20 @@ class SuppressionPlan:
             "publication": "against what the published files show",
             "table": "at the true table",
         }.get(self.bound, self.bound)
+        opt = {True: "optimal", False: "not optimal", None: "optimal not known"}[self.optimal]
         head = (
             f"{self.n_secondary} secondary suppressions beside {self.n_primary} primary "
-            f"({what} {self.objective_value:g}, proven lower bound {self.lower_bound:g}); "
+            f"({what} {self.objective_value:g}, proven lower bound {self.lower_bound:g}, gap "
+            f"{self.gap:g}: {opt}); "
         )
         if self.certified:
-            return (
-                head + f"every suppressed cell has κ <= {self.kappa:g} {where}, "
-                "certified by the exact audit"
+            how = (
+                f"proven by the exact audit, and for the {n_unc} cells in parts too large for "
+                "it by the full-disclosure bound"
+                if n_unc
+                else "certified by the exact audit"
             )
+            return head + f"every suppressed cell has κ <= {self.kappa:g} {where}, {how}"
         why = f" ({n_unc} cells in parts too large for the exact posterior)" if n_unc else ""
         return (
             head + f"NOT certified: not every suppressed cell is shown to have κ <= "
@@ -148,7 +160,9 @@ class SuppressionPlan:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (cells as flat C-order indices)."""
         keys = ("kappa", "bound", "objective", "objective_value", "lower_bound", "n_primary")
-        out = {k: getattr(self, k) for k in (*keys, "n_secondary", "certified", "iterations")}
+        more = ("n_secondary", "certified", "optimal", "iterations")
+        out = {k: getattr(self, k) for k in (*keys, *more)}
+        out["gap"] = self.gap
         out.update(
             secondary_cells=np.flatnonzero(self.secondary.ravel()),
             max_loss=float(self.losses[self.pattern].max(initial=0.0)),
@@ -171,6 +185,8 @@ def plan_suppression(
     max_iter: int | None = None,
     rng: Any = 0,
     mcmc_audit: bool = True,
+    method: str = "greedy",
+    time_limit: float | None = None,
 ) -> SuppressionPlan:
     r"""Choose secondary suppressions so that every suppressed cell's bound is <= κ.
 
@@ -201,6 +217,13 @@ def plan_suppression(
     mcmc_audit : bool
         Run that chain (seconds per thousand cells). False skips it: large components keep
         the proven fallback bound :math:`D(x_i)` and no estimate.
+    method : {"greedy", "auto", "mip"}
+        ``"mip"``: the mixed-integer program with audit cuts of
+        :mod:`persuasive.margins.optimal` first (its pattern when the exact audit certifies it,
+        ``optimal`` when HiGHS also proved it optimal), the greedy when it does not;
+        ``"auto"``: the same on tables of at most ``optimal.AUTO_MAX_CELLS`` cells.
+    time_limit : float, optional
+        Seconds for the program's whole loop (default ``optimal.TIME_LIMIT``).
 
     Raises
     ------
@@ -228,7 +251,7 @@ def plan_suppression(
     lb = float(cost[table.secondary.ravel()].sum()) + covering_bound(table, cost, needy)
     if lb == math.inf:
         A, rows = cover_rows(table, needy)
-        full = rows[np.asarray(A[rows] @ (~table.suppressed.ravel()).astype(np.int64)) == 0]
+        full = rows[np.asarray(A[rows] @ table.hideable.ravel().astype(np.int64)) == 0]
         cells = np.unique(A[full].indices)
         cells = cells[needy[cells] & table.suppressed.ravel()[cells]][:5]
         raise InfeasiblePlanError(
@@ -237,6 +260,16 @@ def plan_suppression(
             "determined by published entries with nothing left to hide (e.g. a zero total); "
             "raise kappa, publish fewer margins or widen the Receiver model"
         )
+    meth = v.choice("method", method, ("greedy", "auto", "mip"))
+    mip = None
+    if meth != "greedy" and table.margins:
+        from persuasive.margins import optimal  # imports this module: not at the top
+
+        found, mip = optimal.try_mip(
+            table, model, (kap, r_, obj, bnd, lb), meth, time_limit, max_states, rng
+        )
+        if found is not None:
+            return found
     cache: dict[bytes, _Component | None] = {}
     if not table.margins:  # nothing to plan: Prop 8
         st = _State(table, model, (r_, kap, bnd, cost, STRATEGIES[0], cache))
@@ -285,7 +318,8 @@ def plan_suppression(
             f"a pattern may still exist); {errors[0]}; raise kappa, publish fewer margins or "
             "widen the Receiver model"
         )
-    return _result(st, worst, lb, obj, max_states, mcmc_audit)
+    plan = _result(st, worst, lb, obj, max_states, mcmc_audit)
+    return plan if mip is None else optimal.after_greedy(plan, mip)
 
 
 def _verify(
@@ -331,11 +365,13 @@ def _result(
     notes = [f"planned against {'kappa_published' if st.bnd == 'publication' else 'kappa_upper'}"]
     if unc.size:
         est = worst.estimate.ravel()[unc]
+        n_above = int((vals[unc] > kap).sum())
         notes.append(
             f"{unc.size} suppressed cells lie in components too large for the exact DP "
             f"(max_states = {max_states}): planned by the necessary structural condition only "
             "(the published entries determine no cell below r whose disclosure loss exceeds "
-            "kappa); NOT certified; "
+            f"kappa); {n_above} of them have a proven bound (the full-disclosure loss, the "
+            f"posterior being at most 1) above kappa{': NOT certified' if n_above else ''}; "
             + (
                 f"Markov-chain estimate of their loss: {int((est > kap).sum())} above kappa, "
                 f"max {np.nanmax(est):.4g}"
@@ -343,6 +379,8 @@ def _result(
                 else "the Markov-chain audit was skipped (mcmc_audit=False)"
             )
         )
+    value = float(st.cost[final.secondary.ravel()].sum())
+    certified = bool(np.all(vals[sup] <= kap))  # proven bounds: exact, or B(x) where not
     return SuppressionPlan(
         table=final,
         pattern=final.suppressed.copy(),
@@ -350,14 +388,15 @@ def _result(
         n_primary=int((t.suppressed & ~t.secondary).sum()),
         n_secondary=int(final.secondary.sum()),
         objective=obj,
-        objective_value=float(st.cost[final.secondary.ravel()].sum()),
+        objective_value=value,
         lower_bound=lb,
         worst=worst,
         losses=vals.reshape(t.shape),
         kappa=kap,
         bound=st.bnd,
-        certified=bool(worst.all_certified and np.all(vals[sup] <= kap)),
+        certified=certified,
         uncertified_cells=unc,
         iterations=st.iterations,
         notes=(*notes, *worst.notes),
+        optimal=True if certified and value <= lb else None,
     )

@@ -232,7 +232,7 @@ def covering_bound(
 ) -> float:
     """The lower bound of :func:`lower_bound` for given costs and needy cells (flat)."""
     A, rows = cover_rows(table, needy)
-    free = ~table.suppressed.ravel()
+    free = table.hideable.ravel()  # released and not known to the Receiver
     M = A[rows][:, np.flatnonzero(free)].tocsr()
     if rows.size == 0:
         return 0.0

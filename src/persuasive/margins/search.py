@@ -17,7 +17,7 @@ from scipy.sparse import csgraph
 from persuasive._progress import task
 from persuasive.errors import ValidationError
 from persuasive.margins import dp
-from persuasive.margins.constraints import constraint_system, full_incidence
+from persuasive.margins.constraints import constraint_system, full_incidence, independent_rows
 from persuasive.margins.planning import (
     InfeasiblePlanError,
     Model,
@@ -53,6 +53,7 @@ class _State:
         A, _ = full_incidence(table)
         self.A, self.AT = A.tocsr(), sparse.csr_array(A.T)
         self.sup, self.sec = table.suppressed.ravel().copy(), table.secondary.ravel().copy()
+        self.known = table.known.ravel()  # never a candidate nor a partner
         self.d = disclosure_loss(model, self.x)
         self.needy = (self.x < self.r) & (self.d > self.kappa)
         self.law = None if isinstance(model, IndependentCellsPrior) else _common_prior(model, 1)
@@ -102,6 +103,8 @@ class _State:
         cap = np.full(cells.size, np.iinfo(np.int64).max)
         coo = A.tocoo()
         np.minimum.at(cap, coo.col, b[coo.row])
+        rows = independent_rows(A, b)  # dependent totals change nothing but the DP's frontier
+        A, b = sparse.csr_array(A[rows]), b[rows]
         width = np.where(sec[cells], cap, np.minimum(cap, self.h - 1)) - lo + 1
         coords = np.array(np.unravel_index(cells, self.table.shape)).reshape(-1, cells.size)
         order, size = _best_order(A, b - A @ lo, coords)
@@ -171,8 +174,8 @@ class _State:
         while queue:
             for e in self._row(self.AT, queue.pop()):
                 free = self._row(self.A, int(e))
-                if np.count_nonzero(sup[free]) == 1 and not sup[free].all():
-                    free = free[~sup[free]]
+                if np.count_nonzero(sup[free]) == 1 and np.any(~sup[free] & ~self.known[free]):
+                    free = free[~sup[free] & ~self.known[free]]
                     p = int(
                         free[np.lexsort((free, self.rank_count[free], self.rank_cost[free]))[0]]
                     )
@@ -227,7 +230,7 @@ class _State:
         # the entries determining w, else its component's, else all its component's entries
         for focus in (ents_w[open_e[ents_w]], ents_c[open_e[ents_c]], ents_c):
             cand = np.unique(self.A[focus].indices)
-            cand = cand[~self.sup[cand]]
+            cand = cand[~self.sup[cand] & ~self.known[cand]]
             if cand.size:
                 break
         if cand.size == 0:

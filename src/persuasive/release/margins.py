@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from persuasive import _domains as dm
 from persuasive import _validation as v
+from persuasive._progress import task
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
     PoissonReceiver,
@@ -122,6 +123,8 @@ class MarginRelease(display.ReleaseResult):
     target_kappa: float | None
     objective: str
     bound: str
+    absent: str = "zero"
+    hierarchy: tuple[tuple[str, ...], ...] = ()
 
     @property
     def h(self) -> int:
@@ -152,12 +155,13 @@ class MarginRelease(display.ReleaseResult):
         ``suppressed`` ("primary" / "secondary", null where released)."""
         from persuasive.report.margins_certificate import STATUS
 
-        x, sup = self.table.counts.ravel(), self.table.suppressed.ravel()
-        sec = self.table.secondary.ravel()
+        cells = np.flatnonzero(~self.table.structural.ravel())  # structural zeros: no cell
+        x, sup = self.table.counts.ravel()[cells], self.table.suppressed.ravel()[cells]
+        sec = self.table.secondary.ravel()[cells]
         status = np.where(sec, "secondary", np.where(sup, "primary", ""))
         return pl.DataFrame(
             [
-                *self._labels(np.arange(x.size)).values(),
+                *self._labels(cells).values(),
                 pl.Series(
                     self.count,
                     [None if s else int(c) for s, c in zip(sup, x, strict=True)],
@@ -198,12 +202,26 @@ class MarginRelease(display.ReleaseResult):
             keys=self.keys,
             count=self.count,
             target_kappa=self.target_kappa,
-            absent="zero",
+            absent=self.absent,
+            known=self.known_keys,
+            hierarchy=tuple(">".join(c) for c in self.hierarchy),
         )
+
+    @property
+    def known_keys(self) -> tuple[tuple[str, ...], ...]:
+        """The key labels (strings, as published) of the cells declared known a priori (the
+        structural zeros aside), sorted: the certificate's ``claim.known``."""
+        t = self.table
+        flat = np.flatnonzero((t.known & ~t.structural).ravel())
+        labels = self._labels(flat)
+        rows = zip(*(labels[k].cast(pl.String).to_list() for k in self.keys), strict=True)
+        return tuple(sorted(tuple(r) for r in rows))
 
     def published_files(self, table_format: str) -> dict[str, Any]:
         from persuasive.release.pipeline import frame_files
 
+        if self.refused:
+            raise ValidationError(f"nothing to publish: {self.verdict.statement()}")
         return frame_files(
             {"released": self.published, "margins": self.published_margins}, table_format
         )
@@ -243,26 +261,34 @@ class MarginRelease(display.ReleaseResult):
 
         return custodian_cells(self)
 
+    @functools.cached_property
+    def verdict(self) -> Any:
+        """The one outcome of the release (:class:`persuasive.release.margins_output.Verdict`):
+        certified or refused, and every count the summary, the table and the report show."""
+        from persuasive.release.margins_output import verdict
+
+        return verdict(self)
+
     def failing(self) -> NDArray[np.bool_]:
-        """Suppressed cells (table shape) that fail: not certified (an MCMC component); with a
-        target, a bound above it (``bound`` says which); without one, a disclosed cell below r.
+        """Suppressed cells (table shape) that fail. With a target: a proven bound over every
+        table consistent with the publication (``kappa_published``, what the certificate
+        states) above it; without one: not computed exactly, or disclosed below r.
 
         With a target a disclosed cell passes when its loss :math:`B(x_i)` is at most κ (the
         Receiver's prior already put that much mass on its value: Persuasive Privacy promises
         κ, not secrecy); it is listed in the report either way.
         """
-        w, t = self.worst, self.table
-        bad = ~w.certified
-        if self.target_kappa is not None:
-            bad = bad | (self.losses > self.target_kappa)
-        else:
-            bad = bad | (w.disclosed & (t.counts < self.r))
-        return t.suppressed & bad
+        return np.asarray(self.verdict.failing)
 
     @property
     def ok(self) -> bool:
-        """No failing cell (:meth:`failing`)."""
-        return not bool(self.failing().any())
+        """Released, its certificate holds and no cell fails (:meth:`failing`): exit 0."""
+        return bool(self.verdict.ok)
+
+    @property
+    def refused(self) -> bool:
+        """With a target, no pattern found is certified: nothing is published."""
+        return bool(self.verdict.refused)
 
     def above(self) -> pl.DataFrame:
         """The custodian rows of the failing cells."""
@@ -280,22 +306,23 @@ class MarginRelease(display.ReleaseResult):
 
 
 def _grid(
-    source: Any, keys: tuple[str, ...], count: str, microdata: bool = False, absent: str = "zero"
+    source: Any,
+    keys: tuple[str, ...],
+    count: str,
+    microdata: bool = False,
+    absent: str = "zero",
+    hierarchy: Any = (),
 ) -> pl.DataFrame:
-    """The complete grid of cells: read (or, with ``microdata``, tabulated), then every absent
-    combination of the keys' levels added as a count of zero (:mod:`persuasive.release.grid`)."""
+    """The cells: read (or, with ``microdata``, tabulated), then the absent combinations of the
+    keys' levels added as counts of zero, except the structural zeros
+    (:func:`persuasive.release.grid.margins_grid`: with ``absent="structural"``, and the
+    combinations a hierarchy does not nest)."""
     from persuasive.release import grid
     from persuasive.release.margins_output import CUSTODIAN_COLUMNS
     from persuasive.release.tables import read_cells
     from persuasive.report.margins_certificate import STATUS
 
-    if grid.check_absent(absent) == "structural":
-        raise ValidationError(
-            "absent='structural' (--absent structural) is not available with margins: the "
-            "margins engine has no cells known to be zero; release the absent combinations as "
-            "counts of zero (absent='zero', the default), or release the table without margins"
-        )
-
+    grid.check_absent(absent)
     reserved = {STATUS, "margin", "total"}
     clash = sorted((set(keys) & (reserved | set(CUSTODIAN_COLUMNS))) | ({count} & reserved))
     if clash or count in keys:
@@ -306,21 +333,38 @@ def _grid(
         )
     cells = grid.tabulate(source, keys, count) if microdata else read_cells(source, keys, count)
     declared = grid.declared_levels(source, keys, cells.schema)
-    return grid.fill_grid(cells, keys, count, "zero", declared)[0]
+    return grid.margins_grid(cells, keys, count, absent, declared, hierarchy)[0]
 
 
-def _primary(data: pl.DataFrame, ks: tuple[str, ...], count: str, h: int, margins: Any) -> Any:
-    """The primary pattern; ``margins`` may be a frame of published totals, checked to add up."""
+def _primary(
+    data: pl.DataFrame,
+    ks: tuple[str, ...],
+    count: str,
+    h: int,
+    margins: Any,
+    known: Any = None,
+    hierarchy: Any = (),
+) -> Any:
+    """The primary pattern; ``margins`` may be a frame of published totals, checked to add up.
+    Combinations absent from ``data`` are structural zeros; ``known`` lists known cells."""
     if not isinstance(margins, pl.DataFrame):
-        return MarginTable.from_frame(data, keys=ks, count=count, h=h, margins=margins)
+        from persuasive.margins.hierarchy import check_margins
+
+        table = MarginTable.from_frame(
+            data, keys=ks, count=count, h=h, margins=margins, absent="structural", known=known
+        )
+        check_margins(table.margins, ks, hierarchy)
+        return table
     from persuasive.report.margins_certificate import margin_totals, normalise_margins
 
     given = normalise_margins(margins, ks)
     names = sorted(set(given["margin"].drop_nulls().to_list()))
-    table = MarginTable.from_frame(data, keys=ks, count=count, h=h, margins=names)
-    levels = [[str(x) for x in table.levels[k]] for k in ks]  # type: ignore[attr-defined]
+    table = _primary(data, ks, count, h, names, known, hierarchy)
+    levels = [[str(x) for x in table.levels[k]] for k in ks]
     totals = margin_totals(given, ks, table.margins, table.margin_names(), levels)
-    MarginTable(table.counts, h=h, margins=table.margins, dims=ks, totals=totals)  # add up?
+    MarginTable(
+        table.counts, h=h, margins=table.margins, dims=ks, totals=totals, known=table.known
+    )  # add up?
     return table
 
 
@@ -339,6 +383,8 @@ def release_table_with_margins(
     microdata: bool = False,
     absent: str = "zero",
     weight: str | None = None,
+    known: Any = None,
+    hierarchy: Any = None,
 ) -> MarginRelease:
     r"""Suppress the cells below h, publish the margins exactly, plan, audit and compare.
 
@@ -375,9 +421,16 @@ def release_table_with_margins(
         Score threshold of :math:`L^r`, ``r <= h`` (default h).
     microdata : bool
         Tabulate records into counts first (:func:`persuasive.release.grid.tabulate`).
-    absent : {"zero"}
-        Absent combinations are counts of zero, ordinary cells; ``"structural"`` is refused
-        with margins (the margins engine has no cells known to be zero).
+    absent : {"zero", "structural"}
+        Absent combinations are counts of zero, ordinary cells (``"zero"``), or structural
+        zeros (``"structural"``): known cells of count 0, never suppressed nor published.
+    known : str, frame or path, optional
+        Cells the Receiver knows a priori (never suppressed; published with their values and
+        listed in the certificate): a boolean column of ``frame``, or a frame / file with the
+        key columns, one row per known cell.
+    hierarchy : str, optional
+        ``"region>district"``: district nested in region (:mod:`persuasive.margins.hierarchy`);
+        the combinations that do not nest are structural zeros.
     weight : str, optional
         Refused (:func:`persuasive.release.grid.refuse_weight`): Prop 8 certifies counts.
 
@@ -387,6 +440,12 @@ def release_table_with_margins(
         Bad parameters or data, naming the field.
     InfeasiblePlanError
         No suppression pattern the planner reaches meets ``target_kappa`` (a ValidationError).
+
+    With a target, the result is certified (``rel.verdict``: every suppressed cell's proven
+    bound ``kappa_published`` at most the target) or *refused*: ``rel.refused`` is True,
+    ``rel.verdict.statement()`` says why and what would make a certified release possible, and
+    writing it (``rel.write``, :func:`~persuasive.release.pipeline.publish`) raises "nothing
+    to publish" and leaves nothing on disk.
 
     Examples
     --------
@@ -415,19 +474,34 @@ def release_table_with_margins(
     target = None if target_kappa is None else dm.check("target_kappa", target_kappa)
     obj = v.choice("objective", objective, OBJECTIVES)
     bnd = v.choice("bound", bound, BOUNDS)
-    data = _grid(frame, ks, count, bool(microdata), absent)
-    primary = _primary(data, ks, count, h_, margins)
+    from persuasive.margins.hierarchy import parse_hierarchy
+    from persuasive.release.grid import known_rows
+
+    chains = parse_hierarchy(hierarchy, ks)
+    if isinstance(known, str):
+        if microdata:
+            raise ValidationError(
+                f"known = {known!r:.60}: a column of known cells needs a table of cells; with "
+                "microdata pass a frame or file with the key columns of the known cells"
+            )
+        known = known_rows(frame, ks, known)
+    data = _grid(frame, ks, count, bool(microdata), absent, chains)
+    primary = _primary(data, ks, count, h_, margins, known, chains)
     if not primary.margins:
         raise ValidationError(
             "margins: no margin given; a table without published totals is Prop 8's "
             "(persuasive release table without --margins)"
         )
-    primary_worst = worst_case_losses(primary, rec, r=r_)
+    with task("margins: audit of the primary pattern", total=1) as advance:
+        primary_worst = worst_case_losses(primary, rec, r=r_)
+        advance()
     plan = comparison = None
     if target is None:
         final, worst = primary, primary_worst
-        classical = classical_pattern(primary)
-        classical_worst = worst_case_losses(classical.table, rec, r=r_)
+        with task("margins: the classical rule and its audit", total=1) as advance:
+            classical = classical_pattern(primary)
+            classical_worst = worst_case_losses(classical.table, rec, r=r_)
+            advance()
     else:
         comparison = compare(primary, rec, target, r=r_, objective=obj, bound=bnd)
         if comparison.ours is None:
@@ -438,13 +512,16 @@ def release_table_with_margins(
         plan = comparison.ours
         final, worst = plan.table, plan.worst
         classical, classical_worst = comparison.classical, comparison.classical_worst
+    with task("margins: attacker intervals of the final pattern", total=1) as advance:
+        intervals = attacker_intervals(final)
+        advance()
     return display.read_from(
         MarginRelease(
             table=final,
             primary=primary,
             worst=worst,
             primary_worst=primary_worst,
-            intervals=attacker_intervals(final),
+            intervals=intervals,
             plan=plan,
             comparison=comparison,
             classical=classical,
@@ -458,6 +535,8 @@ def release_table_with_margins(
             target_kappa=target,
             objective=obj,
             bound=bnd,
+            absent=absent,
+            hierarchy=chains,
         ),
         frame,
     )

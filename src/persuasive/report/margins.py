@@ -47,7 +47,7 @@ def pattern_plot(release: Any) -> bytes:
 
     t = release.table
     code = np.where(t.secondary, 2, np.where(t.suppressed, 1, 0))
-    code = np.where(t.suppressed & release.worst.disclosed, 3, code)
+    code = np.where(release.verdict.disclosed, 3, code)
     while code.ndim > 2:
         code = code.max(axis=-1)
     grid = code if code.ndim == 2 else code[None, :]
@@ -126,7 +126,7 @@ def margins_report(release: Any, cert: Mapping[str, Any]) -> ReportContent:
     """The custodian's report of a table with margins, from the release and its certificate."""
     import polars as pl
 
-    s = release.summary()
+    s, vd = release.summary(), release.verdict
     comp = release.comparison_document()
     g, claim = cert["guarantee"], cert["claim"]
     target = release.target_kappa
@@ -202,11 +202,26 @@ def margins_report(release: Any, cert: Mapping[str, Any]) -> ReportContent:
         if plan is None
         else [
             ("target κ", f"{fmt(target)}, for {bound} of every suppressed cell"),
-            ("secondary cells", fmt(plan["n_secondary"])),
-            (f"cost ({cost})", fmt(plan["cost"])),
-            ("no plan can cost less than", fmt(plan["lower_bound"])),
-            ("gap to that lower bound", fmt(plan["gap"])),
-            ("every suppressed cell proven", fmt(plan["certified"])),
+            ("secondary cells", fmt(vd.n_secondary)),
+            (f"cost ({cost})", fmt(vd.cost)),
+            ("no plan can cost less than", fmt(vd.lower_bound)),
+            ("gap to that lower bound", fmt(vd.gap)),
+            (
+                "optimal",
+                {True: "yes, proven", False: "no", None: "not known (the gap says how far)"}[
+                    vd.optimal
+                ],
+            ),
+            (
+                "suppressed cells proven within the target",
+                f"{vd.n_certified} of {vd.n_suppressed}"
+                + (
+                    f" ({vd.n_suppressed - vd.n_exact} by the full-disclosure bound, in parts "
+                    "too large for the exact posterior)"
+                    if vd.n_exact < vd.n_suppressed
+                    else ""
+                ),
+            ),
         ]
     )
     cl = comp["classical"]

@@ -147,8 +147,8 @@ def margins_sentence(p: MarginsParams, kappa: float, *, certified: bool, disclos
         )
     who = (
         f"{receiver_words(p.receiver.describe())}, the cells independent, and the cell means "
-        "free to vary as a log-linear model of the published margins (for rows and columns: "
-        "each cell's mean a row factor times a column factor)"
+        "free to vary as a log-linear model of the published margins (with row and column "
+        "totals, for example: each cell's mean a row factor times a column factor)"
     )
     shown = (
         f"; {plural(disclosed, 'suppressed cell')} {'is' if disclosed == 1 else 'are'} "
