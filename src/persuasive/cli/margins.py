@@ -20,6 +20,19 @@ def _cell(release: Any, row: dict[str, Any]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in release.keys)
 
 
+def _cells_text(release: Any, vd: Any) -> str:
+    """The table's cells: how many are published (structural zeros are not cells) and how
+    many of them are suppressed."""
+    import numpy as np
+
+    structural = getattr(release.table, "structural", None)
+    n_struct = 0 if structural is None else int(np.count_nonzero(structural))
+    text = f"{vd.n_cells - n_struct} ({vd.n_primary} primary, {vd.n_secondary} secondary)"
+    if n_struct:
+        text += f"; {n_struct} structural zeros, known to everyone and not published"
+    return text
+
+
 #: The bound a margins plan aims at, in words.
 _BOUND_WORDS = {
     "publication": "against what the published files show",
@@ -108,14 +121,14 @@ def _pairs(release: Any, data: Path, receiver: Any, h: int) -> list[tuple[str, s
         ("receiver", c.receiver_words(receiver, h)),
         ("margins", s["margins"]),
         ("h, r", f"{s['h']}, {s['r']}"),
-        ("cells", f"{vd.n_cells} ({vd.n_primary} primary, {vd.n_secondary} secondary)"),
+        ("cells", _cells_text(release, vd)),
         ("κ at the table", f"{c.num(vd.kappa_table)} (exact worst case, custodian only)"),
         ("κ published", f"{c.num(vd.kappa_published)} (proven; what the certificate states)"),
         ("certified", certified),
         ("disclosed", disclosed),
         ("target κ", target),
         (
-            "secondary cells",
+            "secondary plan",
             "not planned (no target)" if vd.gap_words() is None else str(vd.gap_words()),
         ),
         ("classical rule", classical),
