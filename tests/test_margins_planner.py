@@ -230,7 +230,14 @@ def test_a_refusal_says_when_it_is_not_a_proof():
 
 
 def test_forced_mcmc_component_is_reported_uncertified():
-    t = MarginTable([[1, 6, 7], [5, 1, 6], [7, 6, 5]], h=3, margins="rows,cols")
+    # the switching bound certifies every cell of the two 1s' component (issue 12) ...
+    ones = MarginTable([[1, 6, 7], [5, 1, 6], [7, 6, 5]], h=3, margins="rows,cols")
+    by_bound = plan_suppression(ones, RC, 7.0, max_states=1)
+    assert by_bound.certified and by_bound.uncertified_cells.size == 0
+    assert np.array_equal(by_bound.worst.by_bound, by_bound.pattern)  # none computed exactly
+    assert "by a proven bound (the switching bound" in by_bound.explain()
+    # ... but not the 0's: B(0) = 10 > 7 and the bound does not bring it below
+    t = MarginTable([[0, 6, 7], [5, 1, 6], [7, 6, 5]], h=3, margins="rows,cols")
     plan = plan_suppression(t, RC, 7.0, max_states=1)
     assert plan.uncertified_cells.size > 0
     # certified means proven: exact where the DP ran, else the proven bound (issue 12)
@@ -238,8 +245,8 @@ def test_forced_mcmc_component_is_reported_uncertified():
     assert set(plan.uncertified_cells.tolist()) == set(
         np.flatnonzero(plan.pattern.ravel() & ~plan.worst.certified.ravel()).tolist()
     )
-    assert {0, 4} <= set(plan.uncertified_cells.tolist())
-    assert not ({0, 4} & _lp_determined(plan.table))  # the structural condition holds
+    assert 0 in set(plan.uncertified_cells.tolist())
+    assert not ({0} & _lp_determined(plan.table))  # the structural condition holds
     said = any("NOT certified" in n for n in plan.notes), "NOT certified" in plan.explain()
     assert said == (not plan.certified, not plan.certified)
     quick = plan_suppression(t, RC, 7.0, max_states=1, mcmc_audit=False)

@@ -97,14 +97,19 @@ def _pairs(release: Any, data: Path, receiver: Any, h: int) -> list[tuple[str, s
     if vd.target_kappa is not None:
         certified = (
             f"{vd.n_certified} of {vd.n_suppressed} suppressed cells proven within the target"
-            + (f" ({n_big} in parts too large for the exact posterior)" if n_big else "")
+            + (
+                f" ({n_big} in parts too large for the exact posterior, {vd.n_by_bound} of them "
+                "proven within it by the switching or the full-disclosure bound)"
+                if n_big
+                else ""
+            )
         )
     else:
         certified = (
             "yes (every suppressed cell computed exactly)"
             if not n_big
-            else f"no: {n_big} cells in parts too large for the exact posterior (κ there is the "
-            "proven full-disclosure bound)"
+            else f"no: {n_big} cells in parts too large for the exact posterior (κ there is a "
+            "proven bound: the switching bound, or the full-disclosure bound)"
         )
     disclosed = str(vd.n_disclosed) + (
         f" ({vd.n_disclosed_exact} by the exact posterior, the others pinned by the attacker's LP)"

@@ -461,7 +461,7 @@ def optimal_pattern(
                         return done("infeasible", "a failing component can change no cell")
                 continue
             # 3. the full exact audit of the whole table
-            worst = audit(final, model, r_, max_states=max_states, rng=rng)
+            worst = audit(final, model, r_, max_states=max_states, rng=rng, kappa=kap, bound=bnd)
             fail = sup & (bound_of(worst, bnd) > kap)
             if fail.any():
                 added = False

@@ -32,9 +32,12 @@ consistent with the publication, ``kappa_published`` (``bound="publication"``); 
    exact cell above κ there (should it disagree) resumes the search.
 
 **Large components** need the Markov chain (seconds per thousand cells): it runs once, in
-the final audit (``mcmc_audit``), never per candidate. Their cells only pass the necessary
-structural condition: they are listed in ``uncertified_cells`` and ``certified`` is False, and
-the notes give the chain's estimate of their loss.
+the final audit (``mcmc_audit``), never per candidate. The search tests their cells by the
+necessary structural condition only; the final audit, with the target, bounds them by the proven
+switching bound (``docs/margins_bounds.md``, never above the full-disclosure bound). A cell whose
+bound meets κ is certified (``worst.by_bound``: not computed exactly); the others are listed in
+``uncertified_cells`` and ``certified`` is False, and the notes give the chain's estimate of
+their loss.
 """
 
 from __future__ import annotations
@@ -94,10 +97,13 @@ class SuppressionPlan:
     kappa, bound : float, str
     certified : bool
         Every suppressed cell's bound <= κ, proven: exact on a component the DP computes, else
-        the proven full-disclosure bound (the posterior is at most 1), which meets κ only for
-        cells whose disclosure loss does.
+        the proven switching bound (``docs/margins_bounds.md``) or, where it gives nothing
+        better, the full-disclosure bound (the posterior is at most 1). ``worst`` is the audit
+        with the target: its ``certified`` cells are those proven within κ (``computed_exactly``
+        or by the bound), ``by_bound`` those of them not computed exactly.
     uncertified_cells : int ndarray
-        Flat indices of suppressed cells in components too large for the exact DP.
+        Flat indices of suppressed cells not certified: in components too large for the exact
+        DP, with a proven bound above κ (empty exactly when ``certified``).
     iterations, notes : int, tuple of str
         Greedy steps of the kept run; what is exact and what is structural only.
     optimal : bool or None
@@ -144,14 +150,23 @@ class SuppressionPlan:
             f"{self.gap:g}: {opt}); "
         )
         if self.certified:
+            n_b = int((self.pattern & self.worst.by_bound).sum())
+            sw = self.worst.switching
+            n_sw = 0 if sw is None else int((self.pattern & sw & self.worst.by_bound).sum())
             how = (
-                f"proven by the exact audit, and for the {n_unc} cells in parts too large for "
-                "it by the full-disclosure bound"
-                if n_unc
+                f"proven by the exact audit, and for the {n_b} cells in parts too large for "
+                f"it by a proven bound (the switching bound for {n_sw} of them, else the "
+                "full-disclosure bound)"
+                if n_b
                 else "certified by the exact audit"
             )
             return head + f"every suppressed cell has κ <= {self.kappa:g} {where}, {how}"
-        why = f" ({n_unc} cells in parts too large for the exact posterior)" if n_unc else ""
+        why = (
+            f" ({n_unc} cells in parts too large for the exact posterior, their proven bound "
+            "above the target)"
+            if n_unc
+            else ""
+        )
         return (
             head + f"NOT certified: not every suppressed cell is shown to have κ <= "
             f"{self.kappa:g} {where}{why}"
@@ -333,7 +348,9 @@ def _verify(
         cur = t.with_suppressed(st.sup.reshape(t.shape), st.sec.reshape(t.shape))
         # the chain runs once, at the end: the rounds below only need the exact components
         post = st.posterior() if st.large else None
-        worst = audit(cur, st.model, st.r, max_states=max_states, rng=rng, posterior=post)
+        target = None if st.large else st.kappa  # the switching bound too, at the end only
+        opts = {"max_states": max_states, "rng": rng, "bound": st.bnd}
+        worst = audit(cur, st.model, st.r, posterior=post, kappa=target, **opts)
         st.reconcile(worst)
         if st.failing()[0].any():
             _search(st, cap, n_try, max_states)
@@ -350,8 +367,9 @@ def _verify(
             break
         st.lp_det[pinned] = True
         _search(st, cap, n_try, max_states)
-    if st.large and mcmc_audit:
-        worst = audit(cur, st.model, st.r, max_states=max_states, rng=rng)
+    if st.large:  # the proven switching bound certifies, with the target, what it can
+        post = None if mcmc_audit else st.posterior()
+        worst = audit(cur, st.model, st.r, posterior=post, kappa=st.kappa, **opts)
     return worst
 
 
@@ -362,16 +380,21 @@ def _result(
     final = t.with_suppressed(sup.reshape(t.shape), st.sec.reshape(t.shape))
     vals = bound_of(worst, st.bnd)
     unc = np.flatnonzero(sup & ~worst.certified.ravel())
+    big = np.flatnonzero(sup & ~worst.computed_exactly.ravel())
     notes = [f"planned against {'kappa_published' if st.bnd == 'publication' else 'kappa_upper'}"]
-    if unc.size:
-        est = worst.estimate.ravel()[unc]
-        n_above = int((vals[unc] > kap).sum())
+    if big.size:
+        est = worst.estimate.ravel()[big]
+        n_above = int((vals[big] > kap).sum())
+        sw = worst.switching
+        n_sw = 0 if sw is None else int(sw.ravel()[big].sum())
         notes.append(
-            f"{unc.size} suppressed cells lie in components too large for the exact DP "
+            f"{big.size} suppressed cells lie in components too large for the exact DP "
             f"(max_states = {max_states}): planned by the necessary structural condition only "
             "(the published entries determine no cell below r whose disclosure loss exceeds "
-            f"kappa); {n_above} of them have a proven bound (the full-disclosure loss, the "
-            f"posterior being at most 1) above kappa{': NOT certified' if n_above else ''}; "
+            f"kappa); their proven bound is the switching bound (docs/margins_bounds.md) for "
+            f"{n_sw} of them, else the full-disclosure loss (the posterior being at most 1); "
+            f"{big.size - n_above} of them certified by it, {n_above} above kappa"
+            f"{': NOT certified' if n_above else ''}; "
             + (
                 f"Markov-chain estimate of their loss: {int((est > kap).sum())} above kappa, "
                 f"max {np.nanmax(est):.4g}"
@@ -380,7 +403,8 @@ def _result(
             )
         )
     value = float(st.cost[final.secondary.ravel()].sum())
-    certified = bool(np.all(vals[sup] <= kap))  # proven bounds: exact, or B(x) where not
+    # proven bounds: exact, else the switching bound or B(x); unc is empty exactly then
+    certified = bool(np.all(vals[sup] <= kap))
     return SuppressionPlan(
         table=final,
         pattern=final.suppressed.copy(),

@@ -32,8 +32,11 @@ from persuasive.margins.posterior import (
 from persuasive.margins.table import MarginTable
 from persuasive.margins.worst import (
     WorstCaseLosses,
+    _common_prior,
+    by_switching,
     posterior_fields,
     surprise,
+    switching_grid,
     worst_case_losses,
 )
 from persuasive.priors.cells import IndependentCellsPrior
@@ -115,11 +118,20 @@ def audit(
     max_states: int = MAX_DP_STATES,
     rng: Any = 0,
     posterior: MarginPosterior | None = None,
+    kappa: float | None = None,
+    bound: str = "table",
 ) -> WorstCaseLosses:
     """The exact audit of a pattern: :func:`~persuasive.margins.worst_case_losses` for a
-    Receiver model; for one prior, the same fields with the sup over the class {Q}."""
+    Receiver model; for one prior, the same fields with the sup over the class {Q}.
+
+    With a target ``kappa`` (a Receiver model), cells of components not computed exactly get
+    the proven switching bound and are ``certified`` when their ``bound`` meets it, as in
+    :func:`~persuasive.margins.worst_case_losses`, also with a partial ``posterior`` (the
+    planner's: large components "skipped", no Markov chain)."""
     if not isinstance(model, IndependentCellsPrior) and posterior is None:
-        return worst_case_losses(table, model, r=r, max_states=max_states, rng=rng)
+        return worst_case_losses(
+            table, model, r=r, max_states=max_states, rng=rng, kappa=kappa, bound=bound
+        )
     if posterior is None and table.suppressed.any():
         assert isinstance(model, IndependentCellsPrior)
         posterior = posterior_marginals(table, model, max_states=max_states, rng=rng)
@@ -128,6 +140,7 @@ def audit(
     upper, lower, pub, est = (np.zeros(n) for _ in range(4))
     log_up = np.where(sup, 0.0, d)
     disclosed, certified = np.zeros(n, bool), np.ones(n, bool)
+    switched = np.zeros(n, bool)
     witness = np.full(n, math.nan)
     notes = ["exact audit under the one given prior (kappa_lower = kappa_upper = its loss)"]
     if isinstance(model, IndependentCellsPrior):
@@ -141,19 +154,40 @@ def audit(
     if posterior is not None and posterior.cells.size:
         c, lp = posterior.cells, posterior.log_pmf
         s_grid = disclosure_grid(model, c, posterior.lo, lp.shape[1])
+        bnd = None
+        if kappa is not None and not isinstance(model, IndependentCellsPrior):
+            if not posterior.exact:
+                bnd = switching_grid(table, _common_prior(model, n), posterior, r)
         ex, val, upper[c], lower[c], pub[c], log_up[c] = posterior_fields(
-            posterior, x, r, table.h, d[c], s_grid
+            posterior, x, r, table.h, d[c], s_grid, bound=bnd
         )
         small = x[c] < r
         est[c] = np.where(np.isfinite(lp).any(axis=1), val, math.nan)  # nan: not computed
         disclosed[c], certified[c] = posterior.disclosed, ex
+        if bnd is not None:
+            sw, ok, shown = by_switching(
+                bnd, posterior, x, (r, table.h, kappa, bound), d[c], s_grid, ex, upper, pub
+            )
+            switched[c], certified[c] = sw, ex | ok
+            disclosed[c] &= ~shown
         if not isinstance(model, IndependentCellsPrior):
             witness[c] = np.where(small, surprise(model, x[c])[1], math.nan)
         if not ex.all():
             notes.append(
                 f"{int((~ex).sum())} suppressed cells lie in components too large for the exact "
-                "DP: not certified; kappa_upper there is the proven disclosure loss D(x_i)"
+                "DP: "
+                + (
+                    "not certified; kappa_upper there is the proven disclosure loss D(x_i)"
+                    if bnd is None
+                    else f"kappa_upper there is a proven bound (the switching bound for "
+                    f"{int(switched[c].sum())} of them, else D(x_i)); "
+                    f"{int((certified[c] & ~ex).sum())} certified by it at kappa = {kappa:g}"
+                )
             )
+        exact_cells = certified.copy()
+        exact_cells[c] = ex
+    else:
+        exact_cells = certified.copy()
     s = table.shape
     return WorstCaseLosses(
         kappa_lower=lower.reshape(s),
@@ -168,6 +202,8 @@ def audit(
         model=model_d,
         score="small_cell",
         notes=tuple(notes),
+        exact_cells=exact_cells.reshape(s),
+        switching=switched.reshape(s),
     )
 
 

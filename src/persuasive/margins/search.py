@@ -147,8 +147,12 @@ class _State:
         return fail, np.where(exact, self.bound, self.d), used
 
     def reconcile(self, worst: WorstCaseLosses) -> None:
-        """Take which components are exact, and their bounds, from a full audit."""
-        vals, cert = bound_of(worst, self.bnd), worst.certified.ravel()
+        """Take which components are exact, and their bounds, from a full audit. A component
+        is exact only where the audit computed it exactly: cells a target certified by a proven
+        bound (``worst.certified`` with ``kappa``) stay on a large component, which the search
+        tests structurally only (its bound, e.g. ``kappa_published`` above κ while
+        ``kappa_upper`` meets it, is never taken for an exact one)."""
+        vals, cert = bound_of(worst, self.bnd), worst.computed_exactly.ravel()
         bad = np.unique(self.label[self.sup & ~cert])
         self.large = {int(b) for b in bad}
         self.bound = np.where(self.sup & np.isin(self.label, bad), math.nan, vals)

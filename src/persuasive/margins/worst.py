@@ -75,6 +75,7 @@ from persuasive.classes.receivers import (
     kappa_of,
 )
 from persuasive.errors import ValidationError
+from persuasive.margins.constraints import constraint_system
 from persuasive.margins.posterior import MAX_DP_STATES, MarginPosterior, posterior_marginals
 from persuasive.margins.switching import posterior_upper
 from persuasive.margins.table import MarginTable
@@ -98,14 +99,25 @@ class WorstCaseLosses:
         The exact value, or the MCMC estimate on a large component.
     log_upper : float ndarray
         Proven bound on the marginal log-score loss (released cells: :math:`B(x_i)`).
-    disclosed, certified : bool ndarray
-        Posterior mass 1 on the true value; the component was computed exactly.
+    disclosed : bool ndarray
+        Posterior mass 1 on the true value (the chain's verdict on a large component, unless
+        the switching bound proves :math:`\Pi_i(x_i) < 1` for a certified cell).
+    certified : bool ndarray
+        The cell's κ is settled: computed exactly (``computed_exactly``), or, with a target
+        ``kappa``, its proven bound (``kappa_upper``, or ``kappa_published`` with
+        ``bound="publication"``) is at most the target. Without a target: ``computed_exactly``.
     witness_mean : float ndarray
         The common mean of the class member attaining ``kappa_lower`` (nan where none).
     posterior : MarginPosterior or None
         The class's common posterior :math:`\Pi^0` (None with no margins or nothing suppressed).
     model, notes : dict, tuple of str
         The Receiver model's description; what is exact and what is a bound.
+    exact_cells : bool ndarray or None
+        Cells whose ``kappa_upper`` and ``kappa_published`` are exact values (released cells,
+        components the DP computes, closed forms); read it as ``computed_exactly``.
+    switching : bool ndarray or None
+        Cells of large components whose ``kappa_published`` is the switching bound, below the
+        full-disclosure bound :math:`\max_{v<r} B(v)`.
     """
 
     kappa_lower: NDArray[np.float64]
@@ -120,6 +132,8 @@ class WorstCaseLosses:
     model: dict[str, Any]
     score: str
     notes: tuple[str, ...]
+    exact_cells: NDArray[np.bool_] | None = None
+    switching: NDArray[np.bool_] | None = None
 
     @property
     def exact(self) -> NDArray[np.bool_]:
@@ -127,9 +141,19 @@ class WorstCaseLosses:
         return self.kappa_lower >= self.kappa_upper
 
     @property
+    def computed_exactly(self) -> NDArray[np.bool_]:
+        """Cells whose κ is an exact value, not a bound (``certified`` without a target)."""
+        return self.certified if self.exact_cells is None else self.exact_cells
+
+    @property
+    def by_bound(self) -> NDArray[np.bool_]:
+        """Cells certified by a proven bound (a target was given), not computed exactly."""
+        return self.certified & ~self.computed_exactly
+
+    @property
     def all_certified(self) -> bool:
         """Every component was computed exactly, so every ``kappa_upper`` is the supremum."""
-        return bool(self.certified.all())
+        return bool(self.computed_exactly.all())
 
     @property
     def max_lower(self) -> float:
@@ -265,6 +289,7 @@ def worst_case_losses(
     max_states: int = MAX_DP_STATES,
     rng: Any = 0,
     kappa: float | None = None,
+    bound: str = "table",
 ) -> WorstCaseLosses:
     r"""Exact per-cell supremum of :math:`\Delta_i^r` over the Receiver model's class.
 
@@ -288,6 +313,10 @@ def worst_case_losses(
         ``docs/margins_bounds.md``) where they beat the fallback, and a cell is ``certified``
         when its bound ``kappa_upper`` is at most ``kappa`` (then ``exact`` is False: an upper
         bound, not the supremum). Without it, no cell of such a component is certified.
+    bound : {"table", "publication"}
+        Which proven bound a target certifies: ``kappa_upper`` (at the true table, default) or
+        ``kappa_published`` (every table consistent with the publication: what a certificate
+        recomputed from the publication can state).
 
     Examples
     --------
@@ -299,6 +328,9 @@ def worst_case_losses(
     (True, 2.613706, True)
     """
     r_ = _check(table, receiver, r)
+    if kappa is not None:
+        kappa = v.real("kappa", kappa, low=0.0)
+    bnd_name = v.choice("bound", bound, ("table", "publication"))
     shape, n = table.shape, table.n_cells
     x = table.counts.ravel()
     sup = table.suppressed.ravel()
@@ -310,6 +342,7 @@ def worst_case_losses(
     witness = np.full(n, math.nan)
     disclosed = np.zeros(n, dtype=bool)
     certified = np.ones(n, dtype=bool)
+    switched = np.zeros(n, dtype=bool)
     model = receiver.describe()
     post: MarginPosterior | None = None
     if not sup.any():
@@ -334,17 +367,18 @@ def worst_case_losses(
         bnd = None
         if not post.exact and not isinstance(receiver, SmallCellReceiver):
             bnd = switching_grid(table, _common_prior(receiver, n), post, r_)
+        s_grid = surprise(receiver, grid)[0]
         ex, val, upper[cells], lower[cells], pub[cells], log_up[cells] = posterior_fields(
-            post, x, r_, table.h, b_x[cells], surprise(receiver, grid)[0], bound=bnd
+            post, x, r_, table.h, b_x[cells], s_grid, bound=bnd
         )
         certified[cells] = ex
         disclosed[cells] = post.disclosed
         if bnd is not None:
-            ok = bound_certified(bnd, post, x, ex, upper[cells], kappa, r_)
-            certified[cells] |= ok
-            # proven not disclosed where the bound gives Π_i(x_i) < 1; else the chain's verdict
-            at = bnd[np.arange(cells.size), np.clip(x[cells] - post.lo, 0, bnd.shape[1] - 1)]
-            disclosed[cells] &= ~(ok & (at < 0.0))
+            sw, ok, shown = by_switching(
+                bnd, post, x, (r_, table.h, kappa, bnd_name), b_x[cells], s_grid, ex, upper, pub
+            )
+            switched[cells], certified[cells] = sw, certified[cells] | ok
+            disclosed[cells] &= ~shown
         est[cells] = val
         prim = x[cells] < table.h
         witness[cells] = np.where(x[cells] < r_, mu_x[cells], math.nan)
@@ -352,7 +386,7 @@ def worst_case_losses(
             inf_ = np.where(x[cells] < r_, math.inf, 0.0)
             lower[cells] = upper[cells] = est[cells] = inf_
             pub[cells] = np.where(prim, math.inf, 0.0)
-            certified[cells] = True
+            certified[cells] = True  # closed form: exact on every component
             notes = (
                 "class C^{h,alpha} with a published margin: every suppressed cell below r has "
                 "supremum inf (point-mass priors of its partners are in the class and disclose it)",
@@ -364,15 +398,26 @@ def worst_case_losses(
                 "(sufficiency), and the supremum is attained by a common-mean member at an end "
                 "of the range (witness_mean): kappa_lower = kappa_upper on exact components",
             )
-        if not post.exact:
+        if not post.exact and not isinstance(receiver, SmallCellReceiver):
             n_b = int((certified[cells] & ~ex).sum())
+            what = "kappa_published" if bnd_name == "publication" else "kappa_upper"
             notes += (
                 f"{int((~ex).sum())} suppressed cells lie in components too large for the exact "
-                "DP: their posterior is an MCMC estimate; kappa_upper there is a proven upper "
-                "bound (the switching bound of docs/margins_bounds.md, or -log q(x_i)) and "
-                f"kappa_lower is 0; {n_b} of them certified by the switching bound at kappa = "
-                f"{kappa}",
+                "DP: their posterior is an MCMC estimate; kappa_upper and kappa_published there "
+                "are proven upper bounds (the switching bound of docs/margins_bounds.md for "
+                f"{int(switched[cells].sum())} of them, else the full-disclosure loss) and "
+                "kappa_lower is 0; "
+                + (
+                    f"{n_b} of them certified by their proven bound ({what}) at kappa = {kappa:g}"
+                    if kappa is not None
+                    else "none certified (no target kappa)"
+                ),
             )
+    exact_cells = certified.copy()
+    if post is not None and not isinstance(receiver, SmallCellReceiver):
+        exact_cells[post.cells] = np.array([m == "exact-dp" for m in post.methods], bool)[
+            post.component
+        ]
     return WorstCaseLosses(
         kappa_lower=lower.reshape(shape),
         kappa_upper=np.maximum(upper, lower).reshape(shape),
@@ -386,6 +431,8 @@ def worst_case_losses(
         model=model,
         score="small_cell",
         notes=notes,
+        exact_cells=exact_cells.reshape(shape),
+        switching=switched.reshape(shape),
     )
 
 
@@ -415,9 +462,14 @@ def switching_grid(
     table: MarginTable, prior: IndependentCellsPrior, post: MarginPosterior, r: int
 ) -> NDArray[np.float64]:
     """Switching upper bounds on ``log Π`` aligned with ``post`` (its cells, lo and width), for
-    the cells below r of the components not computed exactly (nan elsewhere)."""
-    big = [c for c, m in enumerate(post.methods) if m != "exact-dp"]
-    sb = posterior_upper(table, prior, components=big, top=r - 1)
+    the cells below r of the components not computed exactly (nan elsewhere). ``post`` may
+    number its components in any order (the planner's partial posteriors do): the components
+    bounded are those of the table's constraint system holding such cells."""
+    cs = constraint_system(table)
+    assert np.array_equal(cs.cells, post.cells) and np.array_equal(cs.lo, post.lo)
+    skipped = ~np.array([m == "exact-dp" for m in post.methods], dtype=bool)[post.component]
+    big = np.unique(cs.labels[skipped])
+    sb = posterior_upper(table, prior, components=big, top=r - 1, cs=cs)
     width = int(post.log_pmf.shape[1])
     out = np.full((post.cells.size, width), np.nan)
     w = min(width, int(sb.log_upper.shape[1]))
@@ -426,22 +478,41 @@ def switching_grid(
     return out
 
 
-def bound_certified(
-    bound: NDArray[np.float64],
+def by_switching(
+    bnd: NDArray[np.float64],
     post: MarginPosterior,
     x: NDArray[np.int64],
+    args: tuple[int, int, float | None, str],
+    s_true: NDArray[np.float64],
+    s_grid: NDArray[np.float64],
     ex: NDArray[np.bool_],
     upper: NDArray[np.float64],
-    kappa: float | None,
-    r: int,
+    pub: NDArray[np.float64],
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
+    r"""Per cell of ``post`` (``upper`` and ``pub`` flat over the table, from
+    :func:`posterior_fields` with ``bound=bnd``): whether ``kappa_published`` is the switching
+    bound below the full-disclosure one; whether the target ``kappa`` certifies the cell
+    (``args = (r, h, kappa, bound)``); and which certified cells are proven not disclosed
+    (the bound gives :math:`\Pi_i(x_i) < 1`; elsewhere the chain's verdict stands)."""
+    r, h, kappa, bound = args
+    c = post.cells
+    fall_pub = posterior_fields(post, x, r, h, s_true, s_grid)[4]
+    switched = ~ex & (pub[c] < fall_pub)
+    values = np.maximum(pub[c], upper[c]) if bound == "publication" else upper[c]
+    ok = bound_certified(ex, values, kappa)
+    at = bnd[np.arange(c.size), np.clip(x[c] - post.lo, 0, bnd.shape[1] - 1)]
+    return switched, ok, ok & (at < 0.0)
+
+
+def bound_certified(
+    ex: NDArray[np.bool_], values: NDArray[np.float64], kappa: float | None
 ) -> NDArray[np.bool_]:
-    r"""Cells of non-exact components whose proven ``kappa_upper`` (the switching bound, or
-    :math:`B(x_i)` from :math:`\Pi \le 1`; 0 at or above r) is at most ``kappa``."""
+    r"""Cells of non-exact components whose proven bound ``values`` (``kappa_upper`` or
+    ``kappa_published``: the switching bound, or :math:`B` from :math:`\Pi \le 1`; 0 at or
+    above r) is at most ``kappa`` (none without a target)."""
     if kappa is None:
         return np.zeros(ex.shape, dtype=bool)
-    at = bound[np.arange(ex.size), np.clip(x[post.cells] - post.lo, 0, bound.shape[1] - 1)]
-    del at, r  # the proven bound (switching, or B(x_i) from Π <= 1) is all that is needed
-    return ~ex & (upper <= kappa)
+    return ~ex & (values <= kappa)
 
 
 def meets(worst: WorstCaseLosses, kappa: float) -> NDArray[np.bool_]:

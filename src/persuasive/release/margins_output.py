@@ -65,8 +65,9 @@ def integer_intervals(lower: Any, upper: Any) -> tuple[np.ndarray, np.ndarray]:
 def custodian_cells(rel: MarginRelease) -> pl.DataFrame:
     """One row per cell (C order): keys, true count, status, ``kappa`` (exact worst case at the
     true table), ``kappa_published``, ``disclosed``, attacker ``lower`` / ``upper``,
-    ``certified``, ``post_mean`` (the class's common posterior), ``classical`` (hidden by the
-    partner rule) and its ``classical_kappa``."""
+    ``certified`` (the certificate's: computed exactly, or κ published proven within the
+    target by the switching or full-disclosure bound), ``post_mean`` (the class's common
+    posterior), ``classical`` (hidden by the partner rule) and its ``classical_kappa``."""
     t, w = rel.table, rel.worst
     n = t.n_cells
     x, sup, sec = t.counts.ravel(), t.suppressed.ravel(), t.secondary.ravel()
@@ -87,7 +88,7 @@ def custodian_cells(rel: MarginRelease) -> pl.DataFrame:
             pl.Series("disclosed", rel.verdict.disclosed.ravel()),  # proven: DP or LP
             pl.Series("lower", lower),
             pl.Series("upper", upper),
-            pl.Series("certified", w.certified.ravel() | ~sup),
+            pl.Series("certified", rel.verdict.cell_certified.ravel() | ~sup),
             pl.Series("post_mean", _post_mean(rel)),
             pl.Series("classical", csup),
             pl.Series("classical_kappa", np.where(csup, cw.kappa_upper.ravel(), zero)),
@@ -181,8 +182,9 @@ class Verdict:
 
     With a target κ the release is *certified* when every suppressed cell's proven bound over
     every table consistent with the publication (``kappa_published``: exact where the component
-    fits the exact posterior, else the proven full-disclosure bound, the posterior being at
-    most 1) is at most the target; otherwise it is *refused*: nothing is published, and
+    fits the exact posterior, else the proven switching bound of ``docs/margins_bounds.md``, at
+    worst the full-disclosure bound, the posterior being at most 1) is at most the target;
+    otherwise it is *refused*: nothing is published, and
     ``reasons`` and ``remedies`` say why and what would make a certified release possible.
     Without a target nothing is refused (the certificate states the κ reached); a cell fails
     when it is disclosed below r or not computed exactly.
@@ -192,9 +194,13 @@ class Verdict:
     target_kappa, bound : float or None, str
     n_cells, n_suppressed, n_primary, n_secondary : int
     n_exact : int
-        Suppressed cells in components computed exactly (the certificate's ``certified`` cells).
+        Suppressed cells in components computed exactly (``worst.computed_exactly``; the
+        certificate's ``exact`` is ``n_exact == n_suppressed``).
     n_certified : int
         Suppressed cells proven within the target (with a target), else ``n_exact``.
+    n_by_bound, n_switching : int
+        Of the cells not computed exactly: those proven within the target by their bound, and
+        those whose κ published is the switching bound (below the full-disclosure bound).
     n_disclosed, n_disclosed_exact : int
         Suppressed cells recovered exactly from the publication, proven: by the exact posterior
         (``n_disclosed_exact``, the cells the certificate states ``disclosed``) or, in a
@@ -211,6 +217,10 @@ class Verdict:
         Whether the pattern is proven optimal (None: not known; the gap says how far it may be).
     released, holds, ok : bool
         Anything published; whether the certificate claims a guarantee that holds; exit 0.
+    failing, disclosed, cell_certified : bool ndarray
+        Per cell: fails; disclosed (proven); the certificate's ``certified`` (computed
+        exactly, or with a target κ published proven within it: with a written certificate
+        these are the ``n_certified`` cells).
     reasons, remedies : tuple of str
         Why it fails, and what would make a certified release possible.
     """
@@ -223,6 +233,8 @@ class Verdict:
     n_secondary: int
     n_exact: int
     n_certified: int
+    n_by_bound: int
+    n_switching: int
     n_disclosed: int
     n_disclosed_exact: int
     n_failing: int
@@ -238,6 +250,7 @@ class Verdict:
     holds: bool
     failing: np.ndarray
     disclosed: np.ndarray
+    cell_certified: np.ndarray
     reasons: tuple[str, ...] = ()
     remedies: tuple[str, ...] = ()
 
@@ -297,6 +310,8 @@ class Verdict:
                 "n_secondary",
                 "n_exact",
                 "n_certified",
+                "n_by_bound",
+                "n_switching",
                 "n_disclosed",
                 "n_disclosed_exact",
                 "n_failing",
@@ -320,7 +335,7 @@ def verdict(rel: MarginRelease) -> Verdict:
     """The outcome of ``rel`` (:class:`Verdict`): computed once, from the final audit."""
     t, w = rel.table, rel.worst
     sup, x = t.suppressed, t.counts
-    exact = w.certified
+    exact = w.computed_exactly  # a bound (the switching bound, or B) stands in elsewhere
     pub = w.kappa_published
     pinned = np.zeros(t.n_cells, dtype=bool)
     lo, up = integer_intervals(rel.intervals.lower, rel.intervals.upper)
@@ -336,6 +351,10 @@ def verdict(rel: MarginRelease) -> Verdict:
         failing = sup & (~exact | (disclosed & (x < rel.r)))
         certified = sup & exact
     large = sup & ~exact
+    with np.errstate(invalid="ignore"):
+        within = np.isfinite(pub) & (pub <= target) if target is not None else np.zeros_like(sup)
+    cell_certified = sup & (exact | within)
+    switching = large & (w.switching if w.switching is not None else np.zeros_like(sup))
     est = float(np.max(w.estimate[large])) if large.any() else None
     kappa = w.max_published
     plan = rel.plan
@@ -355,10 +374,17 @@ def verdict(rel: MarginRelease) -> Verdict:
         if big.any():
             chain = "" if est is None else f" (the Markov chain estimates up to {_num(est)}, "
             chain += "an estimate, not a proof)" if chain else ""
+            n_sw = int((big & switching).sum())
+            what = (
+                f"(the switching bound on their posterior for {n_sw} of them, else what a "
+                "Receiver gains by learning the count outright) is"
+                if n_sw
+                else "is what a Receiver gains by learning the count outright,"
+            )
             reasons.append(
                 f"{int(big.sum())} suppressed cells lie in parts of the table too large for the "
-                "exact posterior; their proven bound is what a Receiver gains by learning the "
-                f"count outright, up to {_num(float(pub[big].max()))} nats > {_num(target)}" + chain
+                f"exact posterior; their proven bound {what} up to "
+                f"{_num(float(pub[big].max()))} nats > {_num(target)}" + chain
             )
         if small.any():
             at_table = small & (w.kappa_upper <= target)
@@ -401,7 +427,7 @@ def verdict(rel: MarginRelease) -> Verdict:
         if n_unc:
             reasons.append(
                 f"{n_unc} suppressed cells lie in parts too large for the exact posterior (κ "
-                "there is the proven full-disclosure bound)"
+                "there is a proven bound: the switching bound, or the full-disclosure bound)"
             )
     released = target is None or n_fail == 0
     holds = released and math.isfinite(kappa) and (target is not None or bool(exact[sup].all()))
@@ -414,6 +440,8 @@ def verdict(rel: MarginRelease) -> Verdict:
         n_secondary=int(t.secondary.sum()),
         n_exact=int((sup & exact).sum()),
         n_certified=int(certified.sum()),
+        n_by_bound=int((certified & ~exact).sum()),
+        n_switching=int(switching.sum()),
         n_disclosed=int(disclosed.sum()),
         n_disclosed_exact=int(disc_exact.sum()),
         n_failing=n_fail,
@@ -429,6 +457,7 @@ def verdict(rel: MarginRelease) -> Verdict:
         holds=holds,
         failing=failing,
         disclosed=disclosed,
+        cell_certified=cell_certified,
         reasons=tuple(reasons),
         remedies=tuple(remedies),
     )
@@ -436,7 +465,8 @@ def verdict(rel: MarginRelease) -> Verdict:
 
 def check_certificate(rel: MarginRelease, document: Any) -> None:
     """The certificate written from the publication agrees with the release's :class:`Verdict`
-    (held, κ, suppressed, secondary and disclosed cells); else an InternalError."""
+    (held, exact, κ, suppressed, secondary, certified and disclosed cells); else an
+    InternalError."""
     from persuasive.release.pipeline import InternalError
 
     vd = rel.verdict
@@ -447,8 +477,12 @@ def check_certificate(rel: MarginRelease, document: Any) -> None:
         "suppressed": int(pub["suppressed"]),
         "secondary": int(pub["secondary"]),
         "disclosed": sum(c["disclosed"] is True for c in document["cells"]),
+        "certified": sum(c["certified"] is True for c in document["cells"]),
+        "exact": bool(g["exact"]),
     }
     ours = {
+        "certified": int(vd.cell_certified.sum()),
+        "exact": vd.n_exact == vd.n_suppressed,
         "holds": vd.holds,
         "kappa": vd.kappa_published,
         "suppressed": vd.n_suppressed,
@@ -478,6 +512,8 @@ def summary(rel: MarginRelease) -> dict[str, Any]:
         ),
         "n_exact": vd.n_exact,
         "n_certified": vd.n_certified,
+        "n_by_bound": vd.n_by_bound,
+        "n_switching": vd.n_switching,
         "n_failing": vd.n_failing,
         "kappa_max": vd.kappa_table,
         "kappa_published": vd.kappa_published,

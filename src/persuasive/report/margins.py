@@ -173,7 +173,7 @@ def margins_report(release: Any, cert: Mapping[str, Any]) -> ReportContent:
         "κ certified",
         "revealed by the margins",
         "what a Receiver can deduce",
-        "κ proven exactly",
+        "κ proven exactly or within the target",
         "κ under the classical rule",
     ]
     rows = [
@@ -216,9 +216,10 @@ def margins_report(release: Any, cert: Mapping[str, Any]) -> ReportContent:
                 "suppressed cells proven within the target",
                 f"{vd.n_certified} of {vd.n_suppressed}"
                 + (
-                    f" ({vd.n_suppressed - vd.n_exact} by the full-disclosure bound, in parts "
-                    "too large for the exact posterior)"
-                    if vd.n_exact < vd.n_suppressed
+                    f" ({vd.n_by_bound} by a proven bound, in parts too large for the exact "
+                    f"posterior: the switching bound for {vd.n_switching} of them, else the "
+                    "full-disclosure bound)"
+                    if vd.n_by_bound
                     else ""
                 ),
             ),

@@ -11,8 +11,11 @@ and by ``persuasive verify --published`` alike, by the same code:
 2. compute :func:`persuasive.margins.worst_case_losses` on it: ``kappa_published`` of every
    suppressed cell is the exact supremum over the class *and* over every table consistent with
    the publication, so it does not depend on which completion was taken;
-3. state the guarantee (κ = the largest ``kappa_published``; it holds when every component was
-   computed exactly and κ is at most the target) and the per-cell section ``cells``.
+3. state the guarantee (κ = the largest ``kappa_published``; it holds when κ is at most the
+   target and every component was computed exactly or a target was claimed; ``exact`` is false
+   where a proven bound — the switching bound of ``docs/margins_bounds.md``, at worst the
+   full-disclosure loss — stands in) and the per-cell section ``cells`` (``certified``: the
+   cell's κ was computed exactly or, with the claim's target, its bound meets it).
 
 Because the release computes the certificate from the files it wrote, exactly as the verifier
 does, the two agree to the last bit.
@@ -25,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
+
+import numpy as np
 
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report.kinds import Body, Publication, names, need, not_met, number, one_file
@@ -278,9 +283,16 @@ class MarginsKind:
                 "folder, e.g. persuasive verify CERT.json --published DIR"
             )
         _, table, labels = publication.payload
-        worst = worst_case_losses(table, p.receiver, r=p.r)
+        # with the claim's target, the switching bound certifies the cells of components too
+        # large for the exact DP whose bound over every consistent table meets it
+        worst = worst_case_losses(
+            table, p.receiver, r=p.r, kappa=p.target_kappa, bound="publication"
+        )
         pub_k = worst.kappa_published.ravel()
-        exact = worst.certified.ravel()
+        exact = worst.computed_exactly.ravel()
+        settled = worst.certified.ravel()  # exact, or kappa_published within the target
+        switching = worst.switching
+        sw = np.zeros(table.n_cells, bool) if switching is None else switching.ravel()
         disclosed = worst.disclosed.ravel()
         sec = table.secondary.ravel()
         cells = sorted(
@@ -289,7 +301,7 @@ class MarginsKind:
                     "key": list(labels[i]),
                     "status": "secondary" if sec[i] else "primary",
                     "kappa_published": float(pub_k[i]),
-                    "certified": bool(exact[i]),
+                    "certified": bool(settled[i]),
                     "disclosed": bool(disclosed[i]) if exact[i] else None,
                 }
                 for i in table.suppressed_index
@@ -299,10 +311,11 @@ class MarginsKind:
         kappa = float(worst.max_published)
         certified = bool(exact.all())
         within = p.target_kappa is None or kappa <= p.target_kappa
-        from persuasive.report.words import kappa_text
+        from persuasive.report.words import kappa_text, plural
 
-        # kappa_published is a proven bound everywhere (exact, or the full-disclosure loss where
-        # a component is too large): with a target it holds when that bound meets it
+        # kappa_published is a proven bound everywhere (exact, or the switching bound, at worst
+        # the full-disclosure loss, where a component is too large): with a target it holds
+        # when that bound meets it
         proven = certified or (p.target_kappa is not None and within)
         holds = proven and within and math.isfinite(kappa)
         n_disc = sum(c["disclosed"] is True for c in cells)
@@ -310,14 +323,28 @@ class MarginsKind:
         if proven:
             text += not_met(p.target_kappa, within)
         if not certified:
+            big = table.suppressed.ravel() & ~exact
+            n_big, n_sw = int(big.sum()), int((big & sw).sum())
+            how = (
+                "by what a Receiver gains by learning the count outright"
+                if not n_sw
+                else "by a proven bound on their posterior probability (the switching bound)"
+                if n_sw == n_big
+                else f"by a proven bound on their posterior probability (the switching bound) "
+                f"for {n_sw} of them, and by what a Receiver gains by learning the count "
+                "outright for the others"
+            )
             text += (
-                f" For {sum(c['certified'] is False for c in cells)} suppressed cells the exact "
-                "computation was too large: their κ is bounded by what a Receiver gains by "
-                "learning the count outright (at most "
-                f"{kappa_text(kappa)} nats), a proof, not an estimate."
+                f" For {plural(n_big, 'suppressed cell')} the exact computation was too large: "
+                f"their κ is bounded {how} (at most {kappa_text(kappa)} nats), a proof, not an "
+                "estimate."
                 if proven
                 else f" The proven bound (a Receiver learning the count outright) is κ = "
                 f"{kappa_text(kappa)} nats."
+                if not n_sw
+                else f" The proven bound (for {n_sw} of the {n_big} suppressed cells too large "
+                "for the exact computation the switching bound on their posterior probability, "
+                f"else a Receiver learning the count outright) is κ = {kappa_text(kappa)} nats."
             )
         return Body(
             guarantee={
