@@ -270,9 +270,9 @@ def _values(values: Any) -> NDArray[np.float64]:
 def _check_n(n: int, r2: float, where: str) -> None:
     if n < n_min(r2):
         raise ValidationError(
-            f"{where} has n = {n} value(s), but the class G^r is empty unless r2 >= n/(n-1) "
-            f"(r2 = {r2:g} needs n >= {n_min(r2)}); a vacuous guarantee is not certified "
-            "(the mean of one person is that person's value)"
+            f"{where} has n = {n} value(s), but no Receiver of the class (Prop 7) exists unless "
+            f"r2 >= n/(n-1) (r2 = {r2:g} needs n >= {n_min(r2)}); a vacuous guarantee is not "
+            "certified (the mean of one person is that person's value)"
         )
 
 
