@@ -376,3 +376,28 @@ def test_sigterm_at_any_moment_of_a_large_release(tmp_path: Path) -> None:
             before = snapshot(tmp_path)
         assert after == before
     assert 143 in seen, seen  # at least one delay hit the release itself
+
+
+def test_an_interruption_replaced_by_another_exception_is_still_an_interruption(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM during a C extension's import surfaces as ``ImportError: initialization failed``
+    (the extension swallows the Interrupted): the command line reports the interruption (exit
+    128 + signal), never an internal error."""
+    from persuasive.cli import _app
+    from persuasive.files import signals as sg
+
+    monkeypatch.setattr(sg, "RECEIVED", [])
+    try:
+        try:
+            raise sg.Interrupted(signal.SIGTERM)
+        except sg.Interrupted:
+            raise ImportError("initialization failed")  # noqa: B904 - as an extension does
+    except ImportError as chained:
+        assert _app._error_status(chained) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.startswith("error: interrupted (SIGTERM)")
+    monkeypatch.setattr(sg, "RECEIVED", [int(signal.SIGTERM)])  # the chain lost, the signal not
+    assert _app._error_status(ImportError("initialization failed")) == 128 + signal.SIGTERM
+    assert capsys.readouterr().err.startswith("error: interrupted (SIGTERM)")
+    monkeypatch.setattr(sg, "RECEIVED", [])
+    assert _app._error_status(ImportError("initialization failed")) == _app.INTERNAL

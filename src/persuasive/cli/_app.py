@@ -111,13 +111,14 @@ def run(group: TyperGroup, args: Sequence[str] | None, prog_name: str | None, **
 def _error_status(exc: BaseException) -> int:
     from persuasive.cli._common import stop_progress
     from persuasive.errors import PersuasiveError
-    from persuasive.files.signals import Interrupted
+    from persuasive.files.signals import interruption
 
     stop_progress()
-    if isinstance(exc, Interrupted):
-        name = signal.Signals(exc.signum).name
+    signum = interruption(exc)  # also an interruption another exception stands in for
+    if signum is not None and not isinstance(exc, PersuasiveError):
+        name = signal.Signals(signum).name
         print(f"error: interrupted ({name}); nothing was written", file=sys.stderr)
-        return _signal_exit(exc.signum)
+        return _signal_exit(signum)
     if isinstance(exc, PersuasiveError):
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return BAD_INPUT

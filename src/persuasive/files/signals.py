@@ -13,7 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
-__all__ = ["COMMITTED", "SIGNALS", "Interrupted", "handle_signals", "signals_deferred"]
+__all__ = [
+    "COMMITTED",
+    "RECEIVED",
+    "SIGNALS",
+    "Interrupted",
+    "handle_signals",
+    "interruption",
+    "signals_deferred",
+]
 
 #: The signals after which a release removes its temporary folder before exiting.
 SIGNALS: tuple[signal.Signals, ...] = tuple(
@@ -33,6 +41,25 @@ class Interrupted(BaseException):
 #: Folders renamed into place during this process (so that an interruption after a release was
 #: written is reported as such, not as "nothing was written").
 COMMITTED: list[Path] = []
+
+#: Signals that interrupted this process (raised as :class:`Interrupted`). An ``Interrupted``
+#: raised inside code that swallows or replaces it (a C extension's initialisation turns it
+#: into ``ImportError: initialization failed``) still leaves its signal here, so the command
+#: line reports an interruption, not an internal error.
+RECEIVED: list[int] = []
+
+
+def interruption(exc: BaseException) -> int | None:
+    """The signal behind ``exc``: an :class:`Interrupted` in its chain (cause or context), or
+    else a signal that interrupted this process (:data:`RECEIVED`); None when there is none."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, Interrupted):
+            return cur.signum
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return RECEIVED[-1] if RECEIVED else None
 
 
 def _main_thread() -> bool:
@@ -65,6 +92,7 @@ def handle_signals(*, redeliver_late: bool = True) -> Iterator[_Signals]:
         if len(COMMITTED) > start:
             seen.late.append(signum)
             return
+        RECEIVED.append(signum)
         raise Interrupted(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
