@@ -18,9 +18,7 @@ The outcome (:class:`Verification`) separates two questions: whether the certifi
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import polars as pl
@@ -28,7 +26,15 @@ import polars as pl
 from persuasive._progress import task
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report import certificate as cd
+from persuasive.report.certificate_file import (
+    check_format,
+    locate_publication,
+    publication_beside,
+    published_names,
+    read,
+)
 from persuasive.report.kinds import Publication, kind_of, leaves
+from persuasive.report.verification import Verification
 
 __all__ = [
     "Verification",
@@ -37,179 +43,6 @@ __all__ = [
     "recompute",
     "verify_certificate",
 ]
-
-
-@dataclass(frozen=True)
-class Verification:
-    """The outcome of :func:`verify_certificate`.
-
-    Attributes
-    ----------
-    ok : bool
-        Verified: consistent, and the certificate claims a guarantee that holds as stated.
-    consistent : bool
-        No field disagrees with its recomputation (and the publication, if given, passes).
-    claims : bool
-        The recomputed ``guarantee.holds``: the certificate claims a guarantee.
-    mismatches : tuple of str
-        One sentence per disagreeing field, naming it (``guarantee.kappa: stated 100,
-        recomputed 1.52``), or per problem of the publication.
-    statement : str
-        The recomputed guarantee in one sentence (what the certificate may honestly claim).
-    kind : str
-        The certificate's kind.
-    published_checked : bool
-        Whether the publication was read and checked.
-    recomputed : dict or None
-        The recomputed document (None if the claim could not be read).
-    """
-
-    ok: bool
-    consistent: bool
-    claims: bool
-    mismatches: tuple[str, ...]
-    statement: str = ""
-    kind: str = ""
-    published_checked: bool = False
-    recomputed: dict[str, Any] | None = field(default=None, repr=False)
-
-    def __repr__(self) -> str:
-        from persuasive.release.display import verification_repr
-
-        return verification_repr(self)
-
-    def _repr_html_(self) -> str:
-        """Verified or not, the recomputed guarantee and κ, the first mismatches."""
-        from persuasive.release.display import verification_html
-
-        return verification_html(self)
-
-    def explain(self) -> str:
-        """What the certificate claims and whether it holds, in a few lines."""
-        if not self.consistent:
-            return "NOT verified: " + "; ".join(self.mismatches)
-        checked = (
-            "the publication matches"
-            if self.published_checked
-            else "the publication was not checked (pass --published DIR)"
-        )
-        if not self.claims:
-            return (
-                f"NOT verified: the certificate is consistent but claims no guarantee: "
-                f"{self.statement}"
-            )
-        return f"verified ({self.kind}; {checked}): {self.statement}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "consistent": self.consistent,
-            "claims_guarantee": self.claims,
-            "kind": self.kind,
-            "published_checked": self.published_checked,
-            "statement": self.statement,
-            "mismatches": list(self.mismatches),
-        }
-
-
-def _read(path_or_doc: Any) -> tuple[dict[str, Any], list[str], str]:
-    if isinstance(path_or_doc, Mapping):
-        return dict(path_or_doc), [], "certificate"
-    if not isinstance(path_or_doc, (str, os.PathLike)):
-        raise ValidationError(
-            "verify_certificate needs a certificate file path or its parsed document; "
-            f"got {type(path_or_doc).__name__}"
-        )
-    p = Path(path_or_doc)
-    source = f"certificate file '{p}'"
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ValidationError(f"{source} not found") from None
-    except IsADirectoryError:
-        raise ValidationError(f"{source} is a folder; pass its certificate.json") from None
-    except OSError as exc:
-        raise ValidationError(f"cannot read {source}: {exc.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValidationError(f"{source} is not UTF-8 text") from None
-    doc, twice = cd.loads(text, source=source)
-    return doc, twice, source
-
-
-def _check_format(doc: Mapping[str, Any], source: str) -> None:
-    fmt = doc.get("format")
-    if fmt != cd.FORMAT:
-        raise ValidationError(
-            f"{source}: format must be {cd.FORMAT!r} (a persuasive certificate); got {fmt!r:.60}"
-        )
-    version = doc.get("format_version")
-    if isinstance(version, bool) or version not in cd.SUPPORTED_VERSIONS:
-        raise ValidationError(
-            f"{source}: format_version {version!r:.20} is not read by this version of persuasive "
-            f"(it reads {', '.join(map(str, cd.SUPPORTED_VERSIONS))}); re-run the release, or "
-            "verify with the version that wrote it"
-        )
-
-
-_SUFFIXES = (".csv", ".parquet", ".pq", ".json")
-
-
-def locate_publication(
-    stems: Sequence[str],
-    published: str | os.PathLike[str] | Sequence[Any],
-    stated: Sequence[str] = (),
-) -> dict[str, Path]:
-    """The published files of a kind (``released.csv``, ``margins.parquet`` …), by their stems,
-    in a release folder or among the given files. Where a folder holds several files of one
-    stem, the one the certificate names is taken."""
-    items = [published] if isinstance(published, (str, os.PathLike)) else list(published)
-    candidates: list[Path] = []
-    for item in map(Path, items):
-        if item.is_dir():
-            candidates += [p for p in sorted(item.iterdir()) if p.is_file()]
-        elif item.is_file():
-            candidates.append(item)
-        else:
-            raise ValidationError(f"--published '{item}' not found")
-    found: dict[str, Path] = {}
-    for stem in stems:
-        mine = [p for p in candidates if p.stem == stem and p.suffix.lower() in _SUFFIXES]
-        if len(mine) > 1:
-            mine = [p for p in mine if p.name in stated] or mine
-        if len(mine) != 1:
-            what = "none" if not mine else ", ".join(p.name for p in mine)
-            raise ValidationError(
-                f"--published: need one published file named {stem}.csv, {stem}.parquet or "
-                f"{stem}.json; found {what} in {', '.join(map(str, items))}"
-            )
-        found[mine[0].name] = mine[0]
-    return found
-
-
-def publication_beside(path: str | os.PathLike[str]) -> Path | None:
-    """The folder of a certificate file when it also holds every file the certificate says was
-    published (a release folder), else None: ``verify`` then checks the publication too."""
-    try:
-        doc, _, _ = _read(path)
-    except ValidationError:
-        return None
-    folder = Path(path).parent
-    names = _published_names(doc)
-    if names and all((folder / n).is_file() for n in names):
-        return folder
-    return None
-
-
-def _published_names(doc: Mapping[str, Any]) -> list[str]:
-    pub = doc.get("publication")
-    files = pub.get("files") if isinstance(pub, dict) else None
-    return [
-        e["name"]
-        for e in (files if isinstance(files, list) else [])
-        if isinstance(e, dict) and isinstance(e.get("name"), str)
-    ]
 
 
 def recompute(
@@ -296,8 +129,8 @@ def _verify(
 ) -> Verification:
     """:func:`verify_certificate`, reporting progress: the publication read, the certificate
     recomputed, the fields compared."""
-    doc, twice, source = _read(path_or_doc)
-    _check_format(doc, source)
+    doc, twice, source = read(path_or_doc)
+    check_format(doc, source)
     out = [f"{k}: the key appears twice; a reader would see only the last value" for k in twice]
     version = (
         doc.get("library", {}).get("version") if isinstance(doc.get("library"), dict) else None
@@ -325,7 +158,7 @@ def _verify(
         return refused([*out, f"claim: cannot be read: {' '.join(str(exc).split())}"])
     publication: Publication | None = None
     if published is not None:
-        files = locate_publication(kind.published, published, _published_names(doc))
+        files = locate_publication(kind.published, published, published_names(doc))
         try:
             publication = kind.read_publication(params, files)
         except (pl.exceptions.PolarsError, PersuasiveError, ValueError, KeyError) as exc:
