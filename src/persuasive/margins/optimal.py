@@ -15,31 +15,8 @@ cell needing protection (:math:`x_i < r`, :math:`D_i > \kappa`): :math:`\sum_{j 
 :func:`~persuasive.margins.planning.lower_bound`, so the program's optimum is at least that LP's
 value, hence at least the planner's proven lower bound, **by construction**.
 
-**Propagation cuts.** Exposure is *hereditary*: a non-empty subset of the unknown cells of an
-exposed entry leaves it exposed (one cell; every cell at its lower end; every primary at h - 1).
-So if a needy cell :math:`i` is determined under :math:`S` (by
-:func:`~persuasive.margins.planning.determined`'s propagation) through the entries :math:`E_i`
-(the entry that determined it, and recursively those that determined the known cells it
-subtracted), with cells :math:`W_i`, it is determined under every :math:`S'` with :math:`S' \cap
-W_i \subseteq S \cap W_i`. Every certified pattern therefore meets
-:math:`\sum_{j \in W_i \setminus S} z_j \ge 1`.
-
-**LP cuts.** A needy cell the exact posterior pins but propagation does not (the supports
-:math:`[0, h-1]` / :math:`[h, \infty)` interplay) is pinned by the LP attacker of its component:
-weak duality with multipliers :math:`u` bounds :math:`\max y_i < x_i + 1` and
-:math:`\min y_i > x_i - 1`, checked here, not taken from the solver. The same :math:`u` stays a
-proof when secondaries are dropped (they become fixed at their counts) or cells are added
-outside the entries with :math:`u_e \ne 0` (their reduced costs are 0 and :math:`u^\top b` does
-not change), so with :math:`W_i` the cells of those entries every certified pattern meets
-:math:`\sum_{j \in W_i \setminus S} z_j \ge 1`.
-
-**Component cuts** (the rest). A suppressed cell's posterior, and whether the DP can compute it,
-depend only on its component :math:`K` (its cells, their statuses, the residuals of the entries
-touching it). If a cell of :math:`K` fails the audit (bound above κ; on a component too large
-for the DP the proven bound is the disclosure loss, above κ at every needy cell), every pattern
-in which :math:`K` is again a component fails too; with :math:`N(K)` the released cells of the
-entries touching :math:`K`, every certified pattern meets
-:math:`\sum_{j \in K \cap T} (1 - z_j) + \sum_{j \in N(K)} z_j \ge 1`.
+**Propagation, LP and component cuts** (:mod:`persuasive.margins.optimal_cuts`, where
+they are derived): each is met by every pattern the exact audit certifies.
 
 **Loop.** Solve (HiGHS through :func:`scipy.optimize.milp`, within what is left of
 ``time_limit``); propagate and add propagation cuts; else audit each component by the planner's
@@ -68,15 +45,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-from scipy.sparse import csgraph
+from scipy.optimize import Bounds, milp
 
 from persuasive import _validation as v
 from persuasive._progress import task
 from persuasive.errors import ValidationError
 from persuasive.margins.constraints import full_incidence
+from persuasive.margins.optimal_cuts import Cuts, around, components, cut, derivation, propagate
 from persuasive.margins.planner import SuppressionPlan
 from persuasive.margins.planning import (
     Model,
@@ -86,7 +62,6 @@ from persuasive.margins.planning import (
     costs,
     cover_rows,
     disclosure_loss,
-    exposed,
 )
 from persuasive.margins.posterior import MAX_DP_STATES
 from persuasive.margins.search import STRATEGIES, _State
@@ -160,153 +135,6 @@ class MipOutcome:
         return self.status == "optimal"
 
 
-def _propagate(
-    A: sparse.csr_array,
-    x: NDArray[np.int64],
-    sup: NDArray[np.bool_],
-    sec: NDArray[np.bool_],
-    h: int,
-) -> tuple[NDArray[np.bool_], NDArray[np.intp], NDArray[np.intp], dict[int, int]]:
-    """:func:`~persuasive.margins.planning.determined` with a record: per determined cell, the
-    entry that determined it and the round; per such entry, its round."""
-    n = x.size
-    det = np.zeros(n, dtype=bool)
-    parent = np.full(n, -1, dtype=np.intp)
-    when = np.full(n, -1, dtype=np.intp)
-    entry_round: dict[int, int] = {}
-    t = 0
-    while True:
-        rows = np.flatnonzero(exposed(A, x, sup & ~det, sec & ~det, h))
-        coo = A[rows].tocoo()
-        keep = sup[coo.col] & ~det[coo.col]
-        cells, first = np.unique(coo.col[keep], return_index=True)
-        if cells.size == 0:
-            return det, parent, when, entry_round
-        ents = rows[coo.row[keep][first]]
-        parent[cells], when[cells], det[cells] = ents, t, True
-        for e in np.unique(ents):
-            entry_round.setdefault(int(e), t)
-        t += 1
-
-
-def _derivation(
-    A: sparse.csr_array,
-    parent: NDArray[np.intp],
-    when: NDArray[np.intp],
-    entry_round: dict[int, int],
-    i: int,
-) -> NDArray[np.intp]:
-    """The cells of the entries through which cell ``i`` was determined."""
-    todo, seen = [int(parent[i])], set()
-    while todo:
-        e = todo.pop()
-        if e in seen:
-            continue
-        seen.add(e)
-        cells = A.indices[A.indptr[e] : A.indptr[e + 1]]
-        known = cells[(when[cells] >= 0) & (when[cells] < entry_round[e])]
-        todo.extend(int(parent[k]) for k in known)
-    return np.unique(np.concatenate([A.indices[A.indptr[e] : A.indptr[e + 1]] for e in seen]))
-
-
-def _lp_support(
-    A: sparse.csr_array,
-    AT: sparse.csr_array,
-    x: NDArray[np.int64],
-    sec: NDArray[np.bool_],
-    h: int,
-    K: NDArray[np.intp],
-    i: int,
-) -> NDArray[np.intp] | None:
-    """Cells of the entries carrying an LP proof that cell ``i`` of component ``K`` is
-    determined (module docstring, LP cuts), or None when the LP proves nothing.
-
-    Both ends are checked by weak duality with the solver's multipliers ``u``: for every ``u``,
-    :math:`\\max y_i \\le u^\top b + \\sum_j \\max_{y_j \\in [\\ell_j, u_j]} (e_i - A_j^\top u)_j
-    y_j`, computed here, so the proof does not rest on the solver's tolerance; an integer
-    :math:`y_i` is pinned when the two ends are less than 1 from :math:`x_i`."""
-    ents = np.unique(AT[K].indices)
-    M = sparse.csr_array(A[ents][:, K])
-    b = (M @ x[K]).astype(np.float64)
-    lo = np.where(sec[K], float(h), 0.0)
-    hi = np.where(sec[K], np.inf, float(h - 1))
-    k = int(np.searchsorted(K, i))
-    used = np.zeros(ents.size, dtype=bool)
-    for sign in (1.0, -1.0):  # max y_i, then max -y_i
-        c = np.zeros(K.size)
-        c[k] = sign
-        res = linprog(-c, A_eq=M, b_eq=b, bounds=np.c_[lo, hi], method="highs")
-        if res.status != 0:
-            return None
-        best = math.inf
-        for u in (np.asarray(res.eqlin.marginals), -np.asarray(res.eqlin.marginals)):
-            red = c - M.T @ u
-            with np.errstate(invalid="ignore"):
-                terms = np.where(red > 0, red * hi, red * lo)
-            terms = np.where(red == 0, 0.0, terms)
-            val = float(u @ b + terms.sum())
-            if val < best:
-                best, supp = val, np.abs(u) > 0
-        if not best < sign * x[i] + 1.0:
-            return None
-        used |= supp
-    return np.unique(A[ents[used]].indices)
-
-
-def _components(AT: sparse.csr_array, sup: NDArray[np.bool_]) -> list[NDArray[np.intp]]:
-    cells = np.flatnonzero(sup)
-    if cells.size == 0:
-        return []
-    M = AT[cells]
-    _, lab = csgraph.connected_components(M @ M.T, directed=False)
-    order = np.argsort(lab, kind="stable")
-    return list(np.split(cells[order], np.flatnonzero(np.diff(lab[order])) + 1))
-
-
-class _Cuts:
-    """The rows of the program, ``lo <= M z`` (deduplicated)."""
-
-    def __init__(self, n_var: int, var_of: NDArray[np.intp]) -> None:
-        self.n, self.var_of = n_var, var_of
-        self.rows: list[tuple[NDArray[np.intp], NDArray[np.float64], float]] = []
-        self.keys: set[bytes] = set()
-
-    def cover(self, cells: NDArray[np.intp]) -> bool:
-        """``sum z over cells >= 1`` (flat cells; non-candidates dropped). False if empty."""
-        var = np.unique(self.var_of[cells])
-        var = var[var >= 0]
-        if var.size == 0:
-            return False
-        self._add(var, np.ones(var.size), 1.0)
-        return True
-
-    def component(self, inside: NDArray[np.intp], around: NDArray[np.intp]) -> bool:
-        """``sum (1 - z) over inside + sum z over around >= 1``. False if no variable."""
-        vin, vout = self.var_of[inside], self.var_of[around]
-        vin, vout = vin[vin >= 0], vout[vout >= 0]
-        if vin.size + vout.size == 0:
-            return False
-        var = np.concatenate([vin, vout])
-        coef = np.concatenate([-np.ones(vin.size), np.ones(vout.size)])
-        self._add(var, coef, 1.0 - vin.size)
-        return True
-
-    def _add(self, var: NDArray[np.intp], coef: NDArray[np.float64], lo: float) -> None:
-        order = np.argsort(var)
-        var, coef = var[order], coef[order]
-        key = var.tobytes() + coef.tobytes()
-        if key not in self.keys:
-            self.keys.add(key)
-            self.rows.append((var, coef, lo))
-
-    def constraint(self) -> LinearConstraint:
-        var = np.concatenate([r[0] for r in self.rows])
-        coef = np.concatenate([r[1] for r in self.rows])
-        row = np.repeat(np.arange(len(self.rows)), [r[0].size for r in self.rows])
-        M = sparse.csr_array((coef, (row, var)), shape=(len(self.rows), self.n))
-        return LinearConstraint(M, np.array([r[2] for r in self.rows]), np.inf)
-
-
 def optimal_pattern(
     table: MarginTable,
     receiver: Model,
@@ -354,7 +182,7 @@ def optimal_pattern(
     A = full_incidence(table)[0].tocsr()
     AT = sparse.csr_array(A.T)
     needy = (x < r_) & (disclosure_loss(model, x) > kap)
-    cuts = _Cuts(cand.size, var_of)
+    cuts = Cuts(cand.size, var_of)
     _, rows = cover_rows(table, needy)
 
     def done(status: str, msg: str, **kw: Any) -> MipOutcome:
@@ -421,17 +249,17 @@ def optimal_pattern(
             proven = res.status == 0 and best_bound > value - 1.0 + 1e-6
             sup, sec = sup0 | z, sec0 | z
             # 1. propagation: needy cells the published entries determine
-            det, parent, when, entry_round = _propagate(A, x, sup, sec, table.h)
+            det, parent, when, entry_round = propagate(A, x, sup, sec, table.h)
             bad = np.flatnonzero(det & needy)
             if bad.size:
                 for i in bad:
-                    w = _derivation(A, parent, when, entry_round, int(i))
+                    w = derivation(A, parent, when, entry_round, int(i))
                     if not cuts.cover(w[~sup[w]]):
                         return done("infeasible", "a needy cell is determined whatever is hidden")
                 continue
             # 2. the planner's exact DP per component (cached); on a component too large for
             # it the proven bound is the disclosure loss, above kappa exactly at needy cells
-            comps = _components(AT, sup)
+            comps = components(AT, sup)
             failing, large = [], []
             for K in comps:
                 comp = st.evaluate(K, sec, max_states)
@@ -442,7 +270,7 @@ def optimal_pattern(
                     failing.append((K, comp))
             if failing:
                 for K, comp in failing:
-                    if not _cut(cuts, A, AT, x, sup, sec, table.h, K, comp.bounds > kap):
+                    if not cut(cuts, A, AT, x, sup, sec, table.h, K, comp.bounds > kap):
                         return done("infeasible", "a failing component can change no cell")
                 continue
             final = table.with_suppressed(sup.reshape(table.shape), sec.reshape(table.shape))
@@ -457,7 +285,7 @@ def optimal_pattern(
                         f"(max_states = {max_states}) holding cells that need protection",
                     )
                 for K in large:
-                    if not cuts.component(K, _around(A, AT, K)):
+                    if not cuts.component(K, around(A, AT, K)):
                         return done("infeasible", "a failing component can change no cell")
                 continue
             # 3. the full exact audit of the whole table
@@ -467,7 +295,7 @@ def optimal_pattern(
                 added = False
                 for K in comps:
                     if fail[K].any():
-                        added |= cuts.component(K, _around(A, AT, K))
+                        added |= cuts.component(K, around(A, AT, K))
                 if not added:
                     return done("infeasible", "the full audit fails a component that cannot change")
                 continue
@@ -480,32 +308,6 @@ def optimal_pattern(
                 objective_value=value,
                 mip_bound=best_bound,
             )
-
-
-def _cut(
-    cuts: _Cuts,
-    A: sparse.csr_array,
-    AT: sparse.csr_array,
-    x: NDArray[np.int64],
-    sup: NDArray[np.bool_],
-    sec: NDArray[np.bool_],
-    h: int,
-    K: NDArray[np.intp],
-    bad: NDArray[np.bool_],
-) -> bool:
-    """LP cuts for the failing cells of ``K`` the LP pins down, else one component cut."""
-    added = False
-    for i in K[bad]:
-        w = _lp_support(A, AT, x, sec, h, K, int(i))
-        if w is not None:
-            added |= cuts.cover(w[~sup[w]])
-    return added or cuts.component(K, _around(A, AT, K))
-
-
-def _around(A: sparse.csr_array, AT: sparse.csr_array, K: NDArray[np.intp]) -> NDArray[np.intp]:
-    """Cells of the entries touching ``K``, outside ``K``."""
-    near = np.unique(A[np.unique(AT[K].indices)].indices)
-    return np.setdiff1d(near, K)
 
 
 class _Empty:
