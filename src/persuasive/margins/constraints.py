@@ -9,6 +9,8 @@ so :math:`A y = b` with :math:`A` the 0/1 incidence matrix of margin entries and
 cells. Each :math:`y_i` also has a known support :math:`[\ell_i, u_i]`: :math:`[0, h-1]` for a
 primary suppressed cell, :math:`[h, \min_{k \ni i} b_k]` for a secondary one. Cells linked by a
 shared constraint form the connected components of the bipartite graph (cells, constraints).
+A-priori bounds :math:`[a_i, b_i]` (``table.lower``, ``table.upper``) intersect the supports:
+:math:`[\max(\ell_i, a_i), \min(u_i, b_i)]` (:mod:`persuasive.margins.apriori`).
 
 **Redundant rows.** Published margins are often linearly dependent: the grand total is the sum
 of the row totals, and in a hierarchy the totals by ``region`` are sums of those by
@@ -162,14 +164,17 @@ def constraint_system(table: MarginTable) -> ConstraintSystem:
         coo = A.tocoo()
         np.minimum.at(cap, coo.col, b[coo.row])
     hi = np.where(secondary, cap, np.minimum(cap, table.h - 1)).astype(np.int64)
+    lo = np.maximum(lo, table.lower.ravel()[cells])  # a-priori bounds (Receiver's knowledge)
+    hi = np.minimum(hi, table.upper.ravel()[cells])
     lo_sum = A @ lo
     hi_sum = A @ np.minimum(hi, b.max(initial=0) + 1)
     bad = (lo_sum > b) | (hi_sum < b) | np.zeros(b.size, bool)
     if np.any(bad) or np.any(lo > hi):
         raise ValidationError(
             "suppressed: the published margins cannot be met by suppressed cells within their "
-            f"supports ([0, h-1] primary, >= h secondary; h = {table.h}): the table is "
-            "inconsistent"
+            f"supports ([0, h-1] primary, >= h secondary; h = {table.h}"
+            + ("; intersected with the a-priori bounds" if table.has_apriori else "")
+            + "): the table is inconsistent"
         )
     labels = _labels(A, n)
     if A.shape[0]:  # drop dependent rows, component by component, then relabel

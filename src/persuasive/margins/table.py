@@ -16,6 +16,12 @@ cell the Receiver knows and computing its posterior as if it were unknown would 
 For the posterior, the audit and the attacker a known cell is a published cell: its value is
 fixed and subtracted from the margins (``docs/margins_release.md``, "What the Receiver already
 knows").
+
+**A-priori bounds** (``lower``, ``upper``): inclusive bounds :math:`a_j \le x_j \le b_j` the
+Receiver knows before the release (the a-priori file of τ-Argus). They must hold for the true
+counts (a bound contradicting a count is an input error); a box with :math:`a_j = b_j` pins the
+cell, which is then a known cell. The posterior intersects each suppressed cell's support with
+its box and the score conditions the prior on it (:mod:`persuasive.margins.apriori`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
+from persuasive.margins.known import NO_UPPER, check_bounds, known_cells, pl_boolean
 
 Margin = tuple[int, ...]
 
@@ -170,6 +177,10 @@ class MarginTable:
     structural : bool array, optional
         Structural zeros: known cells of count 0 that are not published as cells (they are
         added to ``known``; default none).
+    lower, upper : int arrays, optional
+        A-priori bounds per cell (inclusive; default 0 and
+        :data:`~persuasive.margins.known.NO_UPPER`, i.e. none). Cells with ``lower == upper``
+        are added to ``known``.
 
     Examples
     --------
@@ -191,6 +202,8 @@ class MarginTable:
     totals: Any = field(default=None, repr=False)
     known: Any = field(default=None, repr=False)
     structural: Any = field(default=None, repr=False)
+    lower: Any = field(default=None, repr=False)
+    upper: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         counts = _int_counts(self.counts)
@@ -210,8 +223,11 @@ class MarginTable:
         structural = (
             none if self.structural is None else _mask("structural", self.structural, counts.shape)
         )
-        known = structural | (
-            none if self.known is None else _mask("known", self.known, counts.shape)
+        lower, upper = check_bounds(self.lower, self.upper, counts, structural)
+        known = (
+            structural
+            | (lower == upper)
+            | (none if self.known is None else _mask("known", self.known, counts.shape))
         )
         if np.any(structural & (counts != 0)):
             idx = tuple(int(b) for b in np.argwhere(structural & (counts != 0))[0])
@@ -264,6 +280,8 @@ class MarginTable:
         object.__setattr__(self, "totals", totals)
         object.__setattr__(self, "known", known)
         object.__setattr__(self, "structural", structural)
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
 
     def _check_totals(self, own: dict[Margin, NDArray[np.int64]], dims: tuple[str, ...]) -> None:
         assert self.totals is not None
@@ -317,6 +335,11 @@ class MarginTable:
         """Cells a pattern may still hide: released and not known (table shape)."""
         return np.asarray(~self.suppressed & ~self.known)
 
+    @property
+    def has_apriori(self) -> bool:
+        """Some cell has an a-priori bound (``lower > 0`` or a finite ``upper``)."""
+        return bool(np.any(self.lower > 0) or np.any(self.upper != NO_UPPER))
+
     def margin_names(self) -> list[str]:
         """Human names of the margins: ``"total"`` or the kept dimensions joined by ``+``."""
         return ["+".join(self.dims[a] for a in m) if m else "total" for m in self.margins]
@@ -333,6 +356,8 @@ class MarginTable:
             secondary=None if secondary is None else np.asarray(secondary, dtype=bool),
             known=self.known,
             structural=self.structural,
+            lower=self.lower,
+            upper=self.upper,
         )
         if hasattr(self, "levels"):
             object.__setattr__(out, "levels", self.levels)
@@ -349,6 +374,7 @@ class MarginTable:
         margins: Any = None,
         absent: str | None = None,
         known: Any = None,
+        apriori: Any = None,
     ) -> MarginTable:
         """Build from a long polars DataFrame (one row per cell of a complete grid).
 
@@ -357,7 +383,8 @@ class MarginTable:
         cell of count 0; with ``absent="structural"`` each is a structural zero (a known cell
         of count 0, not published; ``docs/release.md``, "Sparse tables and structural zeros").
         ``known`` names a boolean column marking the cells the Receiver knows a priori, or is a
-        frame of their key values (:func:`known_cells`).
+        frame of their key values (:func:`known_cells`). ``apriori`` is a frame or file of
+        a-priori bounds (:func:`persuasive.margins.apriori.apriori_bounds`).
         """
         if absent not in (None, "zero", "structural"):
             raise ValidationError(
@@ -405,81 +432,20 @@ class MarginTable:
             known_mask[idx] = col.to_numpy()
         elif known is not None:
             known_mask = known_cells(known, keys, levels, structural)
+        lower = upper = None
+        if apriori is not None:
+            from persuasive.margins.known import apriori_bounds
+
+            lower, upper = apriori_bounds(apriori, keys, levels, structural)
         table = cls(
-            arr, h=h, margins=margins, dims=tuple(keys), known=known_mask, structural=structural
+            arr,
+            h=h,
+            margins=margins,
+            dims=tuple(keys),
+            known=known_mask,
+            structural=structural,
+            lower=lower,
+            upper=upper,
         )
         object.__setattr__(table, "levels", levels)
         return table
-
-
-def pl_boolean() -> Any:
-    """The polars Boolean type (imported lazily: this module needs polars only here)."""
-    import polars as pl
-
-    return pl.Boolean
-
-
-def known_cells(
-    frame: Any,
-    keys: Sequence[str],
-    levels: Mapping[str, Sequence[Any]],
-    structural: NDArray[np.bool_] | None = None,
-) -> NDArray[np.bool_]:
-    """The mask of the cells listed in ``frame`` (one row per known cell: its key values).
-
-    Labels are compared as strings (``"1"`` and ``1`` name the same level, as in a CSV file). A
-    row that names no cell of the table (a level not in it, or a structural zero) or a cell
-    twice is an error naming it.
-
-    Examples
-    --------
-    >>> import polars as pl
-    >>> known_cells(pl.DataFrame({"a": ["x"], "b": [2]}), ["a", "b"],
-    ...             {"a": ["x", "y"], "b": [1, 2]}).astype(int).tolist()
-    [[0, 1], [0, 0]]
-    """
-    import polars as pl
-
-    from persuasive.files import reading as rd
-    from persuasive.files.sources import as_source
-
-    src: Any = as_source(frame, name="known")
-    if not isinstance(src, (pl.DataFrame, pl.LazyFrame)):  # a file: keys as written
-        rd.require(rd.header(src, role="file of known cells"), key=list(keys))
-        src = rd.scan(src, text=list(keys))
-    if isinstance(src, pl.LazyFrame):
-        src = src.collect()
-    if not isinstance(src, pl.DataFrame):
-        raise ValidationError(
-            "known must be a frame of key values (one row per known cell), or the name of a "
-            f"boolean column of the table; got {type(frame).__name__}"
-        )
-    keys = list(keys)
-    missing = [k for k in keys if k not in src.columns]
-    if missing:
-        raise ValidationError(
-            f"known: no column {missing[0]!r}; a file of known cells has the key columns "
-            f"{keys} (one row per cell whose value is public); it has {src.columns}"
-        )
-    shape = tuple(len(levels[k]) for k in keys)
-    where = [{str(lab): i for i, lab in enumerate(levels[k])} for k in keys]
-    mask = np.zeros(shape, dtype=bool)
-    for row, values in enumerate(src.select(keys).iter_rows()):
-        idx = []
-        for k, w, val in zip(keys, where, values, strict=True):
-            if val is None or str(val) not in w:
-                raise ValidationError(
-                    f"known: row {row} names {k} = {val!r}, not a level of the table "
-                    f"(levels {list(w)[:8]}{'...' if len(w) > 8 else ''})"
-                )
-            idx.append(w[str(val)])
-        cell = tuple(idx)
-        shown = ", ".join(f"{k}={v!r}" for k, v in zip(keys, values, strict=True))
-        if structural is not None and structural[cell]:
-            raise ValidationError(
-                f"known: row {row} ({shown}) is a structural zero, not a cell of the table"
-            )
-        if mask[cell]:
-            raise ValidationError(f"known: row {row} ({shown}) lists a cell twice")
-        mask[cell] = True
-    return mask

@@ -75,13 +75,27 @@ from persuasive.classes.receivers import (
     kappa_of,
 )
 from persuasive.errors import ValidationError
-from persuasive.margins.constraints import constraint_system
+from persuasive.margins.apriori import _family, _prop8_boxed, box_surprise, surprise
 from persuasive.margins.posterior import MAX_DP_STATES, MarginPosterior, posterior_marginals
-from persuasive.margins.switching import posterior_upper
 from persuasive.margins.table import MarginTable
+from persuasive.margins.worst_fields import (
+    bound_certified,
+    by_switching,
+    posterior_fields,
+    switching_grid,
+)
 from persuasive.priors.cells import IndependentCellsPrior
 
-__all__ = ["WorstCaseLosses", "meets", "posterior_fields", "surprise", "worst_case_losses"]
+__all__ = [
+    "WorstCaseLosses",
+    "bound_certified",
+    "by_switching",
+    "meets",
+    "posterior_fields",
+    "surprise",
+    "switching_grid",
+    "worst_case_losses",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,38 +182,6 @@ class WorstCaseLosses:
         return float(self.kappa_published.max(initial=0.0))
 
 
-def _family(receiver: Receiver, means: Any) -> Any:
-    if isinstance(receiver, PoissonReceiver):
-        return stats.poisson(means)
-    assert isinstance(receiver, NegativeBinomialReceiver)
-    return stats.nbinom(receiver.size, receiver.size / (receiver.size + np.asarray(means)))
-
-
-def surprise(receiver: Receiver, values: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r""":math:`B(v) = \sup_\mu -\log F_\mu(v)` over the mean range, and the mean attaining it.
-
-    Exact: :math:`\mu \mapsto \log F_\mu(v)` is unimodal with its maximum at :math:`\mu = v`
-    (Poisson: derivative :math:`v/\mu - 1`; negative binomial of size n:
-    :math:`v/\mu - (v+n)/(n+\mu)`), so the supremum of its negative is at an end of the range.
-    ∞ for :class:`SmallCellReceiver` (its class holds priors with :math:`q(v) \to 0`).
-
-    Examples
-    --------
-    >>> from persuasive.classes.receivers import PoissonReceiver
-    >>> b, mu = surprise(PoissonReceiver(1.0, 4.0), [0, 2])
-    >>> [round(float(z), 6) for z in b], mu.tolist()       # -log Poi(0; 4), -log Poi(2; 4)
-    ([4.0, 1.920558], [4.0, 4.0])
-    """
-    vals = np.asarray(values, dtype=np.float64)
-    if isinstance(receiver, SmallCellReceiver):
-        return np.full(vals.shape, math.inf), np.full(vals.shape, math.nan)
-    ends = np.array([receiver.mean_min, receiver.mean_max])  # type: ignore[attr-defined]
-    with np.errstate(divide="ignore"):
-        lp = _family(receiver, ends.reshape((2,) + (1,) * vals.ndim)).logpmf(vals[None])
-    worst = np.argmin(lp, axis=0)
-    return -np.min(lp, axis=0), ends[worst]
-
-
 def _check(table: Any, receiver: Any, r: Any) -> int:
     if not isinstance(table, MarginTable):
         raise ValidationError(f"table must be a MarginTable; got {type(table).__name__}")
@@ -208,76 +190,13 @@ def _check(table: Any, receiver: Any, r: Any) -> int:
             "receiver must be SmallCellReceiver, PoissonReceiver or NegativeBinomialReceiver; "
             f"got {type(receiver).__name__}"
         )
+    if isinstance(receiver, SmallCellReceiver) and table.has_apriori:
+        raise ValidationError(
+            "receiver: a-priori bounds need a PoissonReceiver or NegativeBinomialReceiver; "
+            f"got {type(receiver).__name__} (its class C^(h,alpha) conditioned on a box is not "
+            "certified here)"
+        )
     return table.h if r is None else v.integer("r", r, low=dm.R_MIN, high=table.h)
-
-
-def posterior_fields(
-    post: MarginPosterior,
-    x: NDArray[np.int64],
-    r: int,
-    h: int,
-    s_true: NDArray[np.float64],
-    s_grid: NDArray[np.float64],
-    bound: NDArray[np.float64] | None = None,
-) -> tuple[NDArray[Any], ...]:
-    r"""Per suppressed cell of ``post``: ``(exact, value, upper, lower, published, log)``.
-
-    ``s_true`` is the disclosure loss :math:`-\log q(x_i)` (or its sup :math:`B(x_i)`) of each
-    cell at its true value, ``s_grid[k, j]`` the same at value ``post.lo[k] + j``. On an exact
-    component the loss is :math:`\log\Pi_i(x_i) + s(x_i)` below r (∞ − ∞ = 0), its publication
-    bound the maximum over possible values below r; on an MCMC component the proven fallbacks
-    (:math:`\Pi \le 1`) are ``s_true`` and the largest ``s_grid`` below r.
-    """
-    c, lp = post.cells, post.log_pmf
-    ex = np.array([m == "exact-dp" for m in post.methods], dtype=bool)[post.component]
-    grid = post.lo[:, None] + np.arange(lp.shape[1])[None, :]
-    lp_true = post.log_prob_of(x[c])
-    with np.errstate(invalid="ignore"):
-        log_val = np.where(np.isinf(s_true) & np.isneginf(lp_true), 0.0, lp_true + s_true)
-        pub_x = np.max(np.where(np.isfinite(lp) & (grid < r), lp + s_grid, -np.inf), axis=1)
-    small = x[c] < r
-    val = np.where(small, log_val, 0.0)
-    fall = np.where(x[c] < h, np.max(s_grid[:, :r], axis=1), 0.0)  # primaries start at 0
-    b_val, b_pub = np.where(small, s_true, 0.0), fall
-    if bound is not None:  # proven switching bounds (persuasive.margins.switching)
-        b_val, b_pub = _bounded(bound, post, x[c], r, s_true, s_grid, b_val, b_pub)
-    upper = np.where(ex, val, b_val)
-    lower = np.where(ex, val, 0.0)
-    pub = np.where(ex, np.maximum(pub_x, 0.0), b_pub)
-    log_up = np.where(ex, log_val, np.minimum(s_true, np.where(small, b_val, s_true)))
-    return ex, val, upper, lower, pub, log_up
-
-
-def _bounded(
-    bound: NDArray[np.float64],
-    post: MarginPosterior,
-    xc: NDArray[np.int64],
-    r: int,
-    s_true: NDArray[np.float64],
-    s_grid: NDArray[np.float64],
-    b_val: NDArray[np.float64],
-    b_pub: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r"""κ from proven upper bounds ``bound[k, j]`` :math:`\ge \log\Pi(y_k = lo_k + j)` (aligned
-    with ``post``; nan where none): the loss :math:`\log\Pi_i(x_i) + B(x_i)` is increasing in
-    :math:`\Pi_i(x_i)`, so the bound at :math:`x_i` bounds it; the publication bound is its
-    maximum over the values below r the bound leaves possible (all of them bounded, else the
-    fallback). Never above the fallbacks ``b_val``, ``b_pub`` (:math:`\Pi \le 1`)."""
-    w = min(bound.shape[1], s_grid.shape[1])
-    bd, sg = bound[:, :w], s_grid[:, :w]
-    grid = post.lo[:, None] + np.arange(w)[None, :]
-    idx = np.clip(xc - post.lo, 0, w - 1)
-    at = bd[np.arange(xc.size), idx]
-    small = xc < r
-    with np.errstate(invalid="ignore"):
-        v_true = np.where(np.isneginf(at) & np.isinf(s_true), 0.0, at + s_true)
-        val = np.where(small & ~np.isnan(at), np.minimum(b_val, v_true), b_val)
-        below = grid < r
-        cand = np.where(below & (bd > -np.inf), bd + sg, -np.inf)
-        cand = np.where(np.isnan(bd) & below, np.inf, cand)  # an unbounded value below r
-        pub = np.where(np.any(below, axis=1), np.max(cand, axis=1), 0.0)
-        pub = np.minimum(b_pub, np.maximum(np.where(np.isnan(pub), np.inf, pub), 0.0))
-    return val, pub
 
 
 def worst_case_losses(
@@ -336,7 +255,8 @@ def worst_case_losses(
     sup = table.suppressed.ravel()
     small = sup & (x < r_)
     zeros = np.zeros(n)
-    b_x, mu_x = surprise(receiver, x)
+    box = (table.lower.ravel(), table.upper.ravel()) if table.has_apriori else (None, None)
+    b_x, mu_x = box_surprise(receiver, x, *box)  # B(x_i), conditioned on a-priori bounds
     log_up = np.where(sup, 0.0, b_x)  # a released cell's log-score loss is -log q(x_i)
     lower, upper, pub, est = zeros.copy(), zeros.copy(), zeros.copy(), zeros.copy()
     witness = np.full(n, math.nan)
@@ -352,6 +272,8 @@ def worst_case_losses(
         up_ = kappa_of(receiver.alpha(table.h))
         lower[small], upper[small], est[small] = lo_, up_, lo_
         pub[sup & (x < table.h)] = up_
+        if table.has_apriori:
+            _prop8_boxed(table, receiver, small, (lower, upper, est, pub))
         witness[small] = _worst_mean(receiver)
         log_up[sup] = np.maximum(b_x[sup], 0.0)
         notes = (
@@ -367,7 +289,9 @@ def worst_case_losses(
         bnd = None
         if not post.exact and not isinstance(receiver, SmallCellReceiver):
             bnd = switching_grid(table, _common_prior(receiver, n), post, r_)
-        s_grid = surprise(receiver, grid)[0]
+        s_grid = box_surprise(
+            receiver, grid, *(None if b is None else b[cells][:, None] for b in box)
+        )[0]
         ex, val, upper[cells], lower[cells], pub[cells], log_up[cells] = posterior_fields(
             post, x, r_, table.h, b_x[cells], s_grid, bound=bnd
         )
@@ -456,63 +380,6 @@ def _common_prior(receiver: Receiver, n: int) -> IndependentCellsPrior:
         mu = _worst_mean(receiver)
         law = _family(receiver, mu if mu > 0 else 1.0)
     return IndependentCellsPrior([law] * n)
-
-
-def switching_grid(
-    table: MarginTable, prior: IndependentCellsPrior, post: MarginPosterior, r: int
-) -> NDArray[np.float64]:
-    """Switching upper bounds on ``log Π`` aligned with ``post`` (its cells, lo and width), for
-    the cells below r of the components not computed exactly (nan elsewhere). ``post`` may
-    number its components in any order (the planner's partial posteriors do): the components
-    bounded are those of the table's constraint system holding such cells."""
-    cs = constraint_system(table)
-    assert np.array_equal(cs.cells, post.cells) and np.array_equal(cs.lo, post.lo)
-    skipped = ~np.array([m == "exact-dp" for m in post.methods], dtype=bool)[post.component]
-    big = np.unique(cs.labels[skipped])
-    sb = posterior_upper(table, prior, components=big, top=r - 1, cs=cs)
-    width = int(post.log_pmf.shape[1])
-    out = np.full((post.cells.size, width), np.nan)
-    w = min(width, int(sb.log_upper.shape[1]))
-    assert np.array_equal(sb.cells, post.cells) and np.array_equal(sb.lo, post.lo)
-    out[:, :w] = sb.log_upper[:, :w]
-    return out
-
-
-def by_switching(
-    bnd: NDArray[np.float64],
-    post: MarginPosterior,
-    x: NDArray[np.int64],
-    args: tuple[int, int, float | None, str],
-    s_true: NDArray[np.float64],
-    s_grid: NDArray[np.float64],
-    ex: NDArray[np.bool_],
-    upper: NDArray[np.float64],
-    pub: NDArray[np.float64],
-) -> tuple[NDArray[np.bool_], NDArray[np.bool_], NDArray[np.bool_]]:
-    r"""Per cell of ``post`` (``upper`` and ``pub`` flat over the table, from
-    :func:`posterior_fields` with ``bound=bnd``): whether ``kappa_published`` is the switching
-    bound below the full-disclosure one; whether the target ``kappa`` certifies the cell
-    (``args = (r, h, kappa, bound)``); and which certified cells are proven not disclosed
-    (the bound gives :math:`\Pi_i(x_i) < 1`; elsewhere the chain's verdict stands)."""
-    r, h, kappa, bound = args
-    c = post.cells
-    fall_pub = posterior_fields(post, x, r, h, s_true, s_grid)[4]
-    switched = ~ex & (pub[c] < fall_pub)
-    values = np.maximum(pub[c], upper[c]) if bound == "publication" else upper[c]
-    ok = bound_certified(ex, values, kappa)
-    at = bnd[np.arange(c.size), np.clip(x[c] - post.lo, 0, bnd.shape[1] - 1)]
-    return switched, ok, ok & (at < 0.0)
-
-
-def bound_certified(
-    ex: NDArray[np.bool_], values: NDArray[np.float64], kappa: float | None
-) -> NDArray[np.bool_]:
-    r"""Cells of non-exact components whose proven bound ``values`` (``kappa_upper`` or
-    ``kappa_published``: the switching bound, or :math:`B` from :math:`\Pi \le 1`; 0 at or
-    above r) is at most ``kappa`` (none without a target)."""
-    if kappa is None:
-        return np.zeros(ex.shape, dtype=bool)
-    return ~ex & (values <= kappa)
 
 
 def meets(worst: WorstCaseLosses, kappa: float) -> NDArray[np.bool_]:

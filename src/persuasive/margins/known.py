@@ -1,0 +1,242 @@
+r"""What the Receiver already knows: known cells and a-priori bounds, read from frames or files.
+
+A *known* cell's value is public before the release; an *a-priori bound* states
+:math:`a_j \le x_j \le b_j` (the a-priori file of τ-Argus). :class:`~persuasive.margins.table
+.MarginTable` holds both (``known``, ``lower``, ``upper``); this module reads them (one row per
+cell, its key labels compared as strings) and checks the bounds against the table. How they
+enter the posterior and the score is in :mod:`persuasive.margins.apriori`
+(``docs/margins_apriori.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from persuasive.errors import ValidationError
+
+#: "No a-priori upper bound" (the largest int64, as :data:`persuasive.margins.constraints
+#: .UNBOUNDED`).
+NO_UPPER: int = int(np.iinfo(np.int64).max)
+#: The columns of an a-priori file besides the keys.
+BOUND_COLUMNS: tuple[str, str] = ("lower", "upper")
+
+__all__ = ["BOUND_COLUMNS", "NO_UPPER", "apriori_bounds", "check_bounds", "known_cells"]
+
+
+def check_bounds(
+    lower: Any, upper: Any, counts: NDArray[np.int64], structural: NDArray[np.bool_]
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Validated a-priori bounds (int64, table shape): the true counts must lie inside."""
+    out = []
+    for name, value, default in (("lower", lower, 0), ("upper", upper, NO_UPPER)):
+        if value is None:
+            out.append(np.full(counts.shape, default, dtype=np.int64))
+            continue
+        a = np.asarray(value)
+        if a.shape != counts.shape or not np.issubdtype(a.dtype, np.integer) or np.any(a < 0):
+            raise ValidationError(
+                f"{name} (a-priori bounds) must be a non-negative integer array of the table's "
+                f"shape {counts.shape}; got dtype {a.dtype} and shape {a.shape}"
+            )
+        out.append(a.astype(np.int64))
+    lo, up = out
+    for bad, what in (
+        (lo > up, "lower > upper"),
+        ((counts < lo) | (counts > up), "the true count lies outside them"),
+        (structural & ((lo > 0) | (up != NO_UPPER)), "the cell is a structural zero"),
+    ):
+        if np.any(bad):
+            idx = tuple(int(b) for b in np.argwhere(bad)[0])
+            shown = "none" if up[idx] == NO_UPPER else str(int(up[idx]))
+            raise ValidationError(
+                f"apriori: cell {idx} has a-priori bounds [{int(lo[idx])}, {shown}] and count "
+                f"{int(counts[idx])}: {what}; a-priori bounds must hold for the true table "
+                "(lower <= count <= upper)"
+            )
+    return lo, up
+
+
+def pl_boolean() -> Any:
+    """The polars Boolean type (imported lazily: this module needs polars only here)."""
+    import polars as pl
+
+    return pl.Boolean
+
+
+def known_cells(
+    frame: Any,
+    keys: Sequence[str],
+    levels: Mapping[str, Sequence[Any]],
+    structural: NDArray[np.bool_] | None = None,
+) -> NDArray[np.bool_]:
+    """The mask of the cells listed in ``frame`` (one row per known cell: its key values).
+
+    Labels are compared as strings (``"1"`` and ``1`` name the same level, as in a CSV file). A
+    row that names no cell of the table (a level not in it, or a structural zero) or a cell
+    twice is an error naming it.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> known_cells(pl.DataFrame({"a": ["x"], "b": [2]}), ["a", "b"],
+    ...             {"a": ["x", "y"], "b": [1, 2]}).astype(int).tolist()
+    [[0, 1], [0, 0]]
+    """
+    import polars as pl
+
+    from persuasive.files import reading as rd
+    from persuasive.files.sources import as_source
+
+    src: Any = as_source(frame, name="known")
+    if not isinstance(src, (pl.DataFrame, pl.LazyFrame)):  # a file: keys as written
+        rd.require(rd.header(src, role="file of known cells"), key=list(keys))
+        src = rd.scan(src, text=list(keys))
+    if isinstance(src, pl.LazyFrame):
+        src = src.collect()
+    if not isinstance(src, pl.DataFrame):
+        raise ValidationError(
+            "known must be a frame of key values (one row per known cell), or the name of a "
+            f"boolean column of the table; got {type(frame).__name__}"
+        )
+    keys = list(keys)
+    missing = [k for k in keys if k not in src.columns]
+    if missing:
+        raise ValidationError(
+            f"known: no column {missing[0]!r}; a file of known cells has the key columns "
+            f"{keys} (one row per cell whose value is public); it has {src.columns}"
+        )
+    shape = tuple(len(levels[k]) for k in keys)
+    where = [{str(lab): i for i, lab in enumerate(levels[k])} for k in keys]
+    mask = np.zeros(shape, dtype=bool)
+    for row, values in enumerate(src.select(keys).iter_rows()):
+        idx = []
+        for k, w, val in zip(keys, where, values, strict=True):
+            if val is None or str(val) not in w:
+                raise ValidationError(
+                    f"known: row {row} names {k} = {val!r}, not a level of the table "
+                    f"(levels {list(w)[:8]}{'...' if len(w) > 8 else ''})"
+                )
+            idx.append(w[str(val)])
+        cell = tuple(idx)
+        shown = ", ".join(f"{k}={v!r}" for k, v in zip(keys, values, strict=True))
+        if structural is not None and structural[cell]:
+            raise ValidationError(
+                f"known: row {row} ({shown}) is a structural zero, not a cell of the table"
+            )
+        if mask[cell]:
+            raise ValidationError(f"known: row {row} ({shown}) lists a cell twice")
+        mask[cell] = True
+    return mask
+
+
+def apriori_bounds(
+    frame: Any,
+    keys: Sequence[str],
+    levels: Mapping[str, Sequence[Any]],
+    structural: NDArray[np.bool_] | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The a-priori bounds listed in ``frame`` (one row per cell: its key values, ``lower``
+    and/or ``upper``, inclusive non-negative integers; an empty field is no bound), as
+    ``(lower, upper)`` arrays of the table's shape (0 and :data:`NO_UPPER` where none).
+
+    Labels are compared as strings. A row naming no cell of the table, a structural zero or a
+    cell twice, a bound that is not a non-negative integer, or ``lower > upper`` is an error
+    naming the row and echoing the value.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> lo, up = apriori_bounds(pl.DataFrame({"a": ["x"], "b": [2], "lower": [1],
+    ...                                       "upper": [None]}), ["a", "b"],
+    ...                         {"a": ["x", "y"], "b": [1, 2]})
+    >>> lo.tolist(), (up == NO_UPPER).tolist()
+    ([[0, 1], [0, 0]], [[True, True], [True, True]])
+    """
+    import polars as pl
+
+    from persuasive.files import reading as rd
+    from persuasive.files.sources import as_source
+
+    keys = list(keys)
+    src: Any = as_source(frame, name="apriori")
+    if not isinstance(src, (pl.DataFrame, pl.LazyFrame)):  # a file: keys and bounds as written
+        rd.require(rd.header(src, role="file of a-priori bounds"), key=keys)
+        src = rd.scan(src, text=[*keys, *BOUND_COLUMNS])
+    if isinstance(src, pl.LazyFrame):
+        src = src.collect()
+    if not isinstance(src, pl.DataFrame):
+        raise ValidationError(
+            "apriori must be a frame or a CSV/Parquet file with the key columns and 'lower' "
+            f"and/or 'upper' (one row per cell with public bounds); got {type(frame).__name__}"
+        )
+    missing = [k for k in keys if k not in src.columns]
+    if missing or not set(BOUND_COLUMNS) & set(src.columns):
+        what = repr(missing[0]) if missing else "'lower' or 'upper'"
+        raise ValidationError(
+            f"apriori: no column {what}; a file of a-priori bounds has the key columns {keys} "
+            f"and 'lower' and/or 'upper' (inclusive integer bounds); it has {src.columns}"
+        )
+    extra = [c for c in src.columns if c not in (*keys, *BOUND_COLUMNS)]
+    if extra:
+        raise ValidationError(
+            f"apriori: unexpected column {extra[0]!r}; allowed: the keys {keys}, 'lower', 'upper'"
+        )
+    shape = tuple(len(levels[k]) for k in keys)
+    where = [{str(lab): i for i, lab in enumerate(levels[k])} for k in keys]
+    lower = np.zeros(shape, dtype=np.int64)
+    upper = np.full(shape, NO_UPPER, dtype=np.int64)
+    seen = np.zeros(shape, dtype=bool)
+    cols = [c for c in BOUND_COLUMNS if c in src.columns]
+    for row, rec in enumerate(src.select(*keys, *cols).iter_rows(named=True)):
+        idx = []
+        for k, w in zip(keys, where, strict=True):
+            val = rec[k]
+            if val is None or str(val) not in w:
+                raise ValidationError(
+                    f"apriori: row {row} names {k} = {val!r}, not a level of the table "
+                    f"(levels {list(w)[:8]}{'...' if len(w) > 8 else ''})"
+                )
+            idx.append(w[str(val)])
+        cell = tuple(idx)
+        shown = ", ".join(f"{k}={rec[k]!r}" for k in keys)
+        if structural is not None and structural[cell]:
+            raise ValidationError(
+                f"apriori: row {row} ({shown}) is a structural zero, not a cell of the table"
+            )
+        if seen[cell]:
+            raise ValidationError(f"apriori: row {row} ({shown}) lists a cell twice")
+        seen[cell] = True
+        got = {c: _bound(row, shown, c, rec[c]) for c in cols}
+        if all(g is None for g in got.values()):
+            raise ValidationError(
+                f"apriori: row {row} ({shown}) gives neither 'lower' nor 'upper'; give at least one"
+            )
+        lo, up = got.get("lower"), got.get("upper")
+        if lo is not None and up is not None and lo > up:
+            raise ValidationError(
+                f"apriori: row {row} ({shown}) has lower = {lo} > upper = {up}; bounds are "
+                "inclusive, lower <= upper"
+            )
+        lower[cell] = 0 if lo is None else lo
+        upper[cell] = NO_UPPER if up is None else up
+    return lower, upper
+
+
+def _bound(row: int, shown: str, column: str, value: Any) -> int | None:
+    """One bound: None (empty), or a non-negative integer (a string as written in a file)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = str(value).strip()
+    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not ok and isinstance(value, str) and text.isdigit():
+        ok = True
+    if not ok or int(text) < 0 or int(text) >= NO_UPPER:
+        raise ValidationError(
+            f"apriori: row {row} ({shown}) has {column} = {value!r}; a bound must be a "
+            "non-negative integer count written without a decimal point (or empty for none)"
+        )
+    return int(text)
