@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -131,6 +132,11 @@ def _verify(
     recomputed, the fields compared."""
     doc, twice, source = read(path_or_doc)
     check_format(doc, source)
+    if doc.get("kind") == "linked":  # several tables, one publication (docs/linked.md)
+        from persuasive.release.linked_output import verify_linked
+
+        beside = None if isinstance(path_or_doc, Mapping) else Path(path_or_doc).parent
+        return verify_linked(doc, beside if published is None else published, twice)
     out = [f"{k}: the key appears twice; a reader would see only the last value" for k in twice]
     version = (
         doc.get("library", {}).get("version") if isinstance(doc.get("library"), dict) else None
