@@ -370,22 +370,31 @@ def try_mip(
             iterations=out.rounds,
             notes=(f"planned against {what}", _note(out), *worst.notes),
             optimal=True if out.optimal or out.objective_value <= lb else None,
+            method="mip",
+            mip=out.status,
         ),
         out,
     )
 
 
 def after_greedy(plan: SuppressionPlan, out: MipOutcome | None) -> SuppressionPlan:
-    """The greedy's plan after the program failed to certify one: its note, and ``optimal``
-    when the program's bound (valid for every certified pattern) reaches the greedy's cost."""
+    """The greedy's plan after the program failed to certify one (``out``), or was not run
+    (None: ``method="auto"`` on a table of more than :data:`AUTO_MAX_CELLS` cells): its note,
+    ``mip``, and ``optimal`` when the program's bound (valid for every certified pattern)
+    reaches the greedy's cost."""
     if out is None:
-        return plan
+        note = (
+            f"MIP not run: the table has {plan.table.n_cells} cells, more than "
+            f"AUTO_MAX_CELLS = {AUTO_MAX_CELLS} (method auto); the pattern is the greedy's"
+        )
+        return replace(plan, notes=(*plan.notes, note), mip="too_large")
     bound = out.mip_bound  # costs are integers: a bound within 1e-6 of one is that integer
     reached = plan.certified and math.isfinite(bound) and plan.objective_value <= bound + 1e-6
     return replace(
         plan,
         notes=(*plan.notes, _note(out) + "; the pattern is the greedy's"),
         optimal=True if reached else plan.optimal,
+        mip=out.status,
     )
 
 

@@ -110,6 +110,14 @@ class SuppressionPlan:
         Proven optimal (True: the cost is at the lower bound, or an exact method proved it),
         proven not (False), or not known (None: the greedy's usual answer; ``gap`` says how far
         it may be). The hook of an exact pattern search (a MIP) that may close the gap.
+    method : str
+        What produced the pattern: ``"mip"`` (:mod:`persuasive.margins.optimal`) or
+        ``"greedy"``.
+    mip : str or None
+        The program's outcome (``MipOutcome.status``: ``"optimal"``, ``"certified"``,
+        ``"uncertified"``, ``"time_limit"``, ``"iteration_limit"``, ``"infeasible"``),
+        ``"too_large"`` when ``method="auto"`` skipped it (more than ``optimal.AUTO_MAX_CELLS``
+        cells), None when it was not asked for (``method="greedy"``).
     """
 
     table: MarginTable
@@ -129,6 +137,8 @@ class SuppressionPlan:
     iterations: int
     notes: tuple[str, ...] = ()
     optimal: bool | None = None
+    method: str = "greedy"
+    mip: str | None = None
 
     @property
     def gap(self) -> float:
@@ -175,7 +185,7 @@ class SuppressionPlan:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready summary (cells as flat C-order indices)."""
         keys = ("kappa", "bound", "objective", "objective_value", "lower_bound", "n_primary")
-        more = ("n_secondary", "certified", "optimal", "iterations")
+        more = ("n_secondary", "certified", "optimal", "iterations", "method", "mip")
         out = {k: getattr(self, k) for k in (*keys, *more)}
         out["gap"] = self.gap
         out.update(
@@ -334,7 +344,7 @@ def plan_suppression(
             "widen the Receiver model"
         )
     plan = _result(st, worst, lb, obj, max_states, mcmc_audit)
-    return plan if mip is None else optimal.after_greedy(plan, mip)
+    return plan if meth == "greedy" else optimal.after_greedy(plan, mip)
 
 
 def _verify(
