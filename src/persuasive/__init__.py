@@ -69,6 +69,8 @@ _EXPORTS: dict[str, str] = {
     "calibrate_mean": "persuasive.release.calibrate",
     "calibrate_threshold": "persuasive.release.calibrate",
     "LinearRelease": "persuasive.release.linear",
+    "LinkedRelease": "persuasive.release.linked",
+    "release_linked_tables": "persuasive.release.linked",
     "release_linear": "persuasive.release.linear",
     "MarginRelease": "persuasive.release.margins",
     "release_table_with_margins": "persuasive.release.margins",
@@ -271,6 +273,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from persuasive.release.calibrate import calibrate_threshold as calibrate_threshold
     from persuasive.release.linear import LinearRelease as LinearRelease
     from persuasive.release.linear import release_linear as release_linear
+    from persuasive.release.linked import LinkedRelease as LinkedRelease
+    from persuasive.release.linked import release_linked_tables as release_linked_tables
     from persuasive.release.margins import MarginRelease as MarginRelease
     from persuasive.release.margins import (
         release_table_with_margins as release_table_with_margins,

@@ -13,6 +13,7 @@ from persuasive.classes.receivers import (
     receiver_from_dict,
 )
 from persuasive.release.calibrate import calibrate_threshold
+from persuasive.release.linked import LinkedRelease, release_linked_tables
 from persuasive.release.means import (
     GroupMeansRelease,
     MeanRelease,
@@ -24,6 +25,7 @@ from persuasive.release.tables import TableRelease, release_table
 
 __all__ = [
     "GroupMeansRelease",
+    "LinkedRelease",
     "MeanRelease",
     "NegativeBinomialReceiver",
     "PoissonReceiver",
@@ -34,6 +36,7 @@ __all__ = [
     "calibrate_threshold",
     "receiver_from_dict",
     "release_group_means",
+    "release_linked_tables",
     "release_mean",
     "release_table",
 ]
