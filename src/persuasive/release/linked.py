@@ -258,6 +258,7 @@ def release_linked_tables(
         Bad parameters, a family that is cyclic or has a table inside another, a pair of tables
         whose shared totals one of them does not publish, a negative-binomial Receiver.
     """
+    from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.margins import release_table_with_margins
 
     spec = linked_spec(tables, margins, names)
@@ -265,19 +266,24 @@ def release_linked_tables(
     levels = _levels(frame, spec.variables, count)
     releases = []
     for k, ks in enumerate(spec.keys):
-        rel = release_table_with_margins(
-            frame,
-            keys=ks,
-            count=count,
-            h=h,
-            receiver=derived_receiver(cover, cells_per_cell(levels, ks)),
-            margins=",".join(spec.margin_names(k)),
-            target_kappa=target_kappa,
-            objective=objective,
-            bound=bound,
-            r=r,
-            microdata=True,
-        )
+        try:
+            rel = release_table_with_margins(
+                frame,
+                keys=ks,
+                count=count,
+                h=h,
+                receiver=derived_receiver(cover, cells_per_cell(levels, ks)),
+                margins=",".join(spec.margin_names(k)),
+                target_kappa=target_kappa,
+                objective=objective,
+                bound=bound,
+                r=r,
+                microdata=True,
+            )
+        except InfeasiblePlanError as exc:
+            raise InfeasiblePlanError(
+                f"table '{spec.names[k]}' ({'*'.join(ks)}): {exc}; no table is published"
+            ) from None
         wrong = [v for v in ks if len(rel.levels[v]) != levels[v]]
         if wrong:  # pragma: no cover - the same records give the same levels
             raise ValidationError(f"variable {wrong[0]!r}: its levels differ between tables")
