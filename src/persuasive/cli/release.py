@@ -290,4 +290,5 @@ def table_cmd(
 
 
 from persuasive.cli import linear as _linear  # noqa: E402, F401  (registers "release linear")
+from persuasive.cli import linked as _linked  # noqa: E402, F401  (registers "release linked")
 from persuasive.cli import mean as _mean  # noqa: E402, F401  (registers "release mean")
