@@ -8,7 +8,9 @@ For each suppressed cell i the attacker computes
 linear programmes over the LP relaxation of the published table (sdcTable ``attack()``,
 Meindl 2023; de Wolf et al., τ-Argus manual). With ``use_threshold=True`` the supports are
 those the attacker knows (:math:`[0, h-1]` primary, :math:`\ge h` secondary); with ``False``
-only :math:`y \ge 0`. For two-way tables with row/column margins A is totally unimodular, so
+only :math:`y \ge 0`. Either way they are intersected with the a-priori bounds
+(``table.lower``, ``table.upper``; :mod:`persuasive.margins.apriori`), which are public.
+For two-way tables with row/column margins A is totally unimodular, so
 the LP bounds are integers and equal the integer bounds; otherwise they bracket them.
 
 Solved with HiGHS (:mod:`highspy`): one model per component, built once, re-solved for each
@@ -305,12 +307,13 @@ def attacker_intervals(table: MarginTable, *, use_threshold: bool = True) -> Att
     [3.0, 3.0, 3.0, 3.0]
     """
     cs = constraint_system(table)
-    n = cs.cells.size
     if use_threshold:
         lo = cs.lo.astype(np.float64)
         hi = np.where(cs.hi == UNBOUNDED, np.inf, cs.hi).astype(np.float64)
-    else:
-        lo, hi = np.zeros(n), np.full(n, np.inf)
+    else:  # no threshold, but the a-priori bounds are public (0 and inf where none)
+        lo = table.lower.ravel()[cs.cells].astype(np.float64)
+        up = table.upper.ravel()[cs.cells]
+        hi = np.where(up == UNBOUNDED, np.inf, up).astype(np.float64)
     lower, upper = lo.copy(), hi.copy()
     true = table.counts.ravel()[cs.cells].astype(np.float64)
     for cols in cs.components():
