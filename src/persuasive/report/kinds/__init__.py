@@ -148,6 +148,7 @@ _MODULES = {
     "mean": "persuasive.report.kinds.mean",
     "linear": "persuasive.report.kinds.linear",
     "margins": "persuasive.report.kinds.margins",
+    "magnitude": "persuasive.magnitude.kind",
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
 
