@@ -143,11 +143,26 @@ def contributions(
     if holding:
         _column(lf, holding, "holding")
     dtype = lf.collect_schema()[value]
-    if not dtype.is_numeric():
+    if dtype == pl.String:  # a CSV file's text: parsed once, a non-number named
+        parsed = pl.col(value).str.strip_chars().cast(pl.Float64, strict=False)
+        bad = (
+            lf.with_row_index("__row")
+            .filter(pl.col(value).is_not_null() & parsed.is_null())
+            .head(1)
+            .collect()
+        )
+        if bad.height:
+            raise ValidationError(
+                f"column {value!r}, row {int(bad['__row'][0]) + 1}: {echo(bad[value][0])} is "
+                "not a number; a contribution must be a number ≥ 0"
+            )
+    elif not dtype.is_numeric():
         raise ValidationError(f"value column {value!r} must be numeric; got type {dtype}")
+    else:
+        parsed = pl.col(value).cast(pl.Float64)
     df = lf.select(
         *[pl.col(k) for k in keys],
-        pl.col(value).cast(pl.Float64).alias(value),
+        parsed.alias(value),
         pl.col(unit).cast(pl.String).alias(unit),
         (pl.col(holding).cast(pl.String) if holding else pl.lit(None, pl.String)).alias("__h"),
     ).collect()

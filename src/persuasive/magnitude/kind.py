@@ -1,0 +1,235 @@
+r"""The certificate of a magnitude table released by the PP sensitivity rule.
+
+Claim::
+
+    {"spec": {"mechanism": {"type": "magnitude_suppression", "keys": [...], "value": "...",
+                            "unit": "...", "holding": "..." or null,
+                            "rule": "suppress every cell whose certified kappa exceeds the target"},
+              "definition": {"kind": "pp", "kappa": K, "delta": 0,
+                             "scores": [{"type": "marginal_dss"}],
+                             "priors": {"class": "magnitude_gaussian", "r1", "r2", "gamma",
+                                        "insiders": m}}},
+     "target_kappa": K}
+
+Every published cell's certified κ (``docs/magnitude.md`` §2: against outsiders and every
+coalition of at most m insiders, for every prior of the class) is at most K, so the release is
+(𝒟, ℳ, K, 0)-PP for each contributor of a published cell. The per-cell κ are computed from the
+contributions, which this certificate does not hold: ``persuasive verify`` recomputes the
+guarantee and the statement from the claim, and checks the publication (its columns, a
+non-negative finite total or an empty field per cell, no key twice, the SHA-256); the
+custodian's file ``custodian_cells`` lists each cell's κ. The guarantee is ``exact = False``:
+K bounds the published cells' κ, it is not attained in general.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+
+from persuasive.errors import ValidationError
+from persuasive.report.kinds import Body, Publication, need, number, one_file
+
+__all__ = ["BASIS", "KIND", "MagnitudeParams", "magnitude_sentence"]
+
+BASIS = "Magnitude tables (this library's extension of Prop 7, Bon et al. 2026; docs/magnitude.md)"
+
+#: What the certificate does not cover (``docs/magnitude.md`` §2), stated in its notes.
+NOTES = (
+    "Each published total is certified on its own: the Receivers' priors are independent "
+    "across cells.",
+    "Not covered: what the pattern of suppressed cells itself reveals (the decision to "
+    "suppress depends on the contributions, as for the p% and dominance rules).",
+    "The per-cell κ were computed from the contributions, which the certificate does not "
+    "hold; verify checks the claim and the publication, not the contributions.",
+)
+
+
+@dataclass(frozen=True)
+class MagnitudeParams:
+    """The parameters of a magnitude release's claim (data-independent)."""
+
+    keys: tuple[str, ...]
+    value: str
+    unit: str
+    holding: str | None
+    r1: float
+    r2: float
+    gamma: float
+    insiders: int
+    target_kappa: float
+
+    def __post_init__(self) -> None:
+        from persuasive.magnitude.certificate import MagnitudeClass
+
+        MagnitudeClass(self.r1, self.r2, self.gamma)  # the class's checks
+        if not isinstance(self.insiders, int) or isinstance(self.insiders, bool):
+            raise ValidationError(f"insiders must be an integer ≥ 0; got {self.insiders!r}")
+        if self.insiders < 0:
+            raise ValidationError(f"insiders must be an integer ≥ 0; got {self.insiders}")
+        k = self.target_kappa
+        if not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
+            raise ValidationError(f"target_kappa must be a finite number ≥ 0; got {k!r}")
+
+
+def magnitude_sentence(p: MagnitudeParams) -> str:
+    """The guarantee in plain words (who is covered, κ and its unit, what is not covered)."""
+    from persuasive.report.words import kappa_text, unit_line
+    from persuasive.report.words import number as num
+
+    who = "outsiders" + (
+        f" and coalitions of up to {p.insiders} contributor{'s' if p.insiders > 1 else ''} who "
+        "know their own values"
+        if p.insiders
+        else ""
+    )
+    holding = f" (the units of one “{p.holding}” counting as one contributor)" if p.holding else ""
+    corr = (
+        "independent"
+        if p.r2 == 1.0
+        else f"correlated with a condition number of at most {num(p.r2)}"
+    )
+    return (
+        f"Publishing the totals of “{p.value}” by {', '.join(p.keys)}, with every cell "
+        f"suppressed whose certified κ exceeds {num(p.target_kappa)}, protects each contributor"
+        f"{holding} of a published cell against {who}, whose Gaussian prior on the others' "
+        f"values guesses the total they learn to within {num(math.sqrt(p.r1))} prior standard "
+        f"deviations, is {corr}, and is uncertain about each contribution in proportion to its "
+        f"size (up to a factor {num(p.gamma)} between contributors). Such a Receiver's "
+        "Dawid–Sebastiani score of any one contribution improves by at most "
+        f"κ = {kappa_text(p.target_kappa)} nats: "
+        + unit_line(
+            p.target_kappa, what="that contribution", density=True, believed="such a Receiver"
+        )
+        + ". What the pattern of suppressed cells reveals is not covered. Proof: this library's "
+        "extension of Bon et al. 2026, Proposition 7, to magnitude tables."
+    )
+
+
+class MagnitudeKind:
+    """:class:`~persuasive.report.kinds.Kind` of magnitude tables."""
+
+    name: ClassVar[str] = "magnitude"
+    needs_publication: ClassVar[bool] = False
+    published: ClassVar[tuple[str, ...]] = ("released",)
+    inputs: ClassVar[tuple[str, ...]] = (
+        "spec.mechanism.keys",
+        "spec.mechanism.value",
+        "spec.mechanism.unit",
+        "spec.mechanism.holding",
+        "spec.definition.priors",
+        "target_kappa",
+    )
+
+    def parameters(self, claim: Mapping[str, Any]) -> MagnitudeParams:
+        doc = {"claim": claim}
+        mech = "claim.spec.mechanism"
+        priors = "claim.spec.definition.priors"
+        keys = need(doc, f"{mech}.keys", list)
+        if not keys or not all(isinstance(k, str) and k for k in keys):
+            raise ValidationError(f"claim.spec.mechanism.keys: must be column names; got {keys!r}")
+        return MagnitudeParams(
+            keys=tuple(keys),
+            value=need(doc, f"{mech}.value", str),
+            unit=need(doc, f"{mech}.unit", str),
+            holding=need(doc, f"{mech}.holding", str, optional=True),
+            r1=number(doc, f"{priors}.r1") or 0.0,
+            r2=number(doc, f"{priors}.r2") or 0.0,
+            gamma=number(doc, f"{priors}.gamma") or 0.0,
+            insiders=need(doc, f"{priors}.insiders", int),
+            target_kappa=number(doc, "claim.target_kappa") or 0.0,
+        )
+
+    def claim(self, p: MagnitudeParams) -> dict[str, Any]:
+        return {
+            "spec": {
+                "mechanism": {
+                    "type": "magnitude_suppression",
+                    "keys": list(p.keys),
+                    "value": p.value,
+                    "unit": p.unit,
+                    "holding": p.holding,
+                    "rule": "suppress every cell whose certified kappa exceeds the target",
+                },
+                "definition": {
+                    "kind": "pp",
+                    "kappa": p.target_kappa,
+                    "delta": 0.0,
+                    "scores": [{"type": "marginal_dss"}],
+                    "priors": {
+                        "class": "magnitude_gaussian",
+                        "r1": p.r1,
+                        "r2": p.r2,
+                        "gamma": p.gamma,
+                        "insiders": p.insiders,
+                    },
+                },
+            },
+            "target_kappa": p.target_kappa,
+        }
+
+    def certify(self, p: MagnitudeParams, publication: Publication | None = None) -> Body:
+        return Body(
+            guarantee={
+                "holds": True,
+                "kappa": p.target_kappa,
+                "delta": 0.0,
+                "exact": False,
+                "basis": BASIS,
+                "statement": magnitude_sentence(p),
+            },
+            notes=list(NOTES),
+        )
+
+    def read_publication(self, p: MagnitudeParams, files: Mapping[str, Path]) -> Publication:
+        from persuasive.files.parsing import real_expr
+        from persuasive.files.reading import scan
+
+        name, path = one_file(files, "released")
+        frame = scan(path, text=[*p.keys, "total"], role="published table")
+        schema = frame.collect_schema()
+        want = [*p.keys, "total"]
+        if list(schema.names()) != want:
+            return Publication(
+                {name: path},
+                {},
+                [
+                    f"publication: {name} has columns {list(schema.names())}; the claim "
+                    f"states {want}"
+                ],
+            )
+        total = real_expr("total", schema["total"])
+        key = pl.struct(list(p.keys)) if len(p.keys) > 1 else pl.col(p.keys[0])
+        stats = (
+            frame.select(
+                pl.len().alias("n"),
+                pl.col("total").is_null().sum().alias("suppressed"),
+                key.n_unique().alias("unique"),
+                (
+                    pl.col("total").is_not_null()
+                    & (total.is_null() | ~total.is_finite() | (total < 0))
+                )
+                .sum()
+                .alias("bad"),
+            )
+            .collect()
+            .row(0, named=True)
+        )
+        problems = []
+        if stats["bad"]:
+            problems.append(
+                f"publication: {stats['bad']} total(s) are not finite non-negative numbers"
+            )
+        if stats["unique"] != stats["n"]:
+            problems.append(
+                f"publication: {stats['n'] - stats['unique']} key(s) appear more than once"
+            )
+        facts = {"cells": int(stats["n"]), "suppressed": int(stats["suppressed"])}
+        return Publication({name: path}, facts, problems)
+
+
+KIND = MagnitudeKind()

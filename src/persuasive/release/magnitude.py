@@ -1,0 +1,241 @@
+r"""Release a magnitude table (cell totals of a non-negative value) by the PP sensitivity rule.
+
+Every cell's certified κ (``docs/magnitude.md`` §2, this library's extension of Prop 7, Bon et
+al. 2026) is computed from its contributions against outsiders and every coalition of at most
+m insiders; the cells whose κ exceeds the target are suppressed (primary suppression), and the
+release is (𝒟, ℳ, K, 0)-PP for each contributor of a published cell. The p% and
+(n,k)-dominance rules are computed on the same cells for comparison (ACRO's definitions,
+:mod:`persuasive.magnitude.rules`); they do not decide anything.
+
+Publishing margins (row and column totals) would make a suppressed cell a difference of
+published totals: secondary suppression is not implemented, and ``margins`` is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+
+from persuasive import _validation as v
+from persuasive.errors import ValidationError
+from persuasive.files.sources import Source
+from persuasive.magnitude.certificate import MagnitudeCertificate, MagnitudeClass, certify_cells
+from persuasive.magnitude.contributors import Contributions, contributions
+from persuasive.magnitude.kind import MagnitudeParams
+from persuasive.magnitude.rules import ACRO_K, ACRO_N, ACRO_P, nk_dominance, p_percent
+from persuasive.release import display
+
+__all__ = ["MARGINS_REFUSAL", "MagnitudeRelease", "release_magnitude"]
+
+MARGINS_REFUSAL = (
+    "margins are not supported yet for magnitude tables: with published margins a suppressed "
+    "total is a difference of published totals, and secondary suppression of sums is not "
+    "implemented (issue 15); release the cells without margins"
+)
+
+
+@dataclass(frozen=True, repr=False)
+class MagnitudeRelease(display.ReleaseResult):
+    """A magnitude table released by the PP sensitivity rule; see :func:`release_magnitude`.
+
+    Attributes
+    ----------
+    published : polars.DataFrame
+        The key columns and ``total``, null where a cell is suppressed: what is published.
+    cells : polars.DataFrame
+        The custodian's view (never publish it): per cell its total, contributors, the
+        largest contribution's share, κ against outsiders and against up to m insiders,
+        exposure, the p% and (n,k) flags and whether the PP rule suppressed it.
+    params : MagnitudeParams
+        The certificate's claim.
+    """
+
+    kind: ClassVar[str] = "magnitude"
+
+    published: pl.DataFrame
+    cells: pl.DataFrame
+    params: MagnitudeParams
+    contributors: Contributions = field(repr=False)
+    certificate: MagnitudeCertificate = field(repr=False)
+    rules: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def target_kappa(self) -> float:
+        return self.params.target_kappa
+
+    def summary(self) -> dict[str, Any]:
+        """Data-dependent facts for the custodian and the report (never for the certificate)."""
+        cells = self.cells
+        shown = cells.filter(~pl.col("suppressed"))
+        worst = shown["kappa"].max() if shown.height else None
+        return {
+            "n_cells": cells.height,
+            "n_suppressed": int(cells["suppressed"].sum()),
+            "n_exposed": int(cells["exposed"].sum()),
+            "n_p_percent": int(cells["p_percent"].sum()),
+            "n_nk": int(cells["nk"].sum()),
+            "contributors": int(self.contributors.value.size),
+            "max_kappa_published": None if worst is None else float(worst),  # type: ignore[arg-type]
+        }
+
+    def _display(self) -> tuple[str, list[tuple[str, str]], Any, tuple[str, ...]]:
+        s = self.summary()
+        facts = [
+            ("cells", f"{s['n_cells']:,}"),
+            ("suppressed", f"{s['n_suppressed']:,}"),
+            ("insiders", str(self.params.insiders)),
+            ("column", repr(self.params.value)),
+        ]
+        return "Magnitude table release", facts, self.published, ("total",)
+
+    def published_files(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import frame_files
+
+        return frame_files({"released": self.published}, table_format)
+
+    def custodian(self, table_format: str) -> dict[str, Any]:
+        from persuasive.release.pipeline import frame_files
+
+        return frame_files({"custodian_cells": self.cells}, table_format)
+
+    def expected(self, name: str) -> pl.DataFrame | None:
+        return self.published if Path(name).stem == "released" else None
+
+    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
+        from persuasive.release.magnitude_output import magnitude_report
+
+        return magnitude_report(self, document)
+
+    def comparison(self) -> pl.DataFrame:
+        """Per cell: which rule flags it and its κ (the table of ``docs/magnitude.md`` §4)."""
+        from persuasive.release.magnitude_output import comparison
+
+        return comparison(self)
+
+
+def release_magnitude(
+    frame: Source,
+    *,
+    keys: str | Sequence[str],
+    value: str,
+    unit: str,
+    target_kappa: float,
+    holding: str | None = None,
+    insiders: int = 1,
+    r1: float = 1.0,
+    r2: float = 1.0,
+    gamma: float = 1.0,
+    margins: Any = None,
+    p: float = ACRO_P,
+    nk: tuple[int, float] = (ACRO_N, ACRO_K),
+) -> MagnitudeRelease:
+    r"""Release the cell totals of ``value`` by ``keys``, suppressing every cell whose certified
+    κ exceeds ``target_kappa``.
+
+    Parameters
+    ----------
+    frame : path, DataFile, polars DataFrame or LazyFrame, pandas DataFrame or pyarrow Table
+        Microdata: one row per unit and cell (several rows of a unit in a cell are summed).
+    keys : str or sequence of str
+        The classification columns (a comma-separated string is split).
+    value : str
+        The non-negative magnitude column.
+    unit : str
+        The unit id column.
+    target_kappa : float
+        The PP sensitivity rule's threshold K ≥ 0 (nats).
+    holding : str, optional
+        The enterprise group of each unit (missing: none): one contributor, one coalition.
+    insiders : int
+        m ≥ 0: protect against coalitions of up to m contributors who know their own values.
+    r1, r2, gamma : float
+        The Receivers' class :class:`persuasive.magnitude.MagnitudeClass` (r1 > 0, r2 ≥ 1,
+        γ ≥ 1).
+    margins : None
+        Refused (not supported yet): see the module docstring.
+    p : float
+        The p% rule's p (a fraction; comparison only).
+    nk : (int, float)
+        The (n,k)-dominance rule's n and k (comparison only).
+
+    Returns
+    -------
+    MagnitudeRelease
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"k": ["a"] * 4 + ["b"] * 2, "id": list("pqrsuv"),
+    ...                    "v": [9.0, 1.0, 1.0, 1.0, 5.0, 4.0]})
+    >>> rel = release_magnitude(df, keys="k", value="v", unit="id", target_kappa=5.0)
+    >>> rel.published["total"].to_list()  # b has two contributors: each exposes the other
+    [12.0, None]
+    >>> [round(x, 4) for x in rel.cells["kappa"].to_list()]  # 1 + log(1 + 81/2), ∞
+    [4.7256, inf]
+    """
+    if margins is not None:
+        raise ValidationError(MARGINS_REFUSAL)
+    key_list = [k.strip() for k in keys.split(",")] if isinstance(keys, str) else list(keys)
+    target = v.real("target_kappa", target_kappa, low=0.0)
+    m = v.integer("insiders", insiders, low=0)
+    cls = MagnitudeClass(r1, r2, gamma)
+    n_rule = v.integer("nk[0]", nk[0], low=1)
+    k_rule = v.real("nk[1]", nk[1], low=0.0, high=1.0)
+    params = MagnitudeParams(
+        keys=tuple(key_list),
+        value=value,
+        unit=unit,
+        holding=holding,
+        r1=cls.r1,
+        r2=cls.r2,
+        gamma=cls.gamma,
+        insiders=m,
+        target_kappa=target,
+    )
+    if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
+        from persuasive.files.reading import scan
+
+        text = [*key_list, value, unit, *([holding] if holding else [])]
+        lf = scan(frame, text=text)
+    else:
+        lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
+    c = contributions(lf, keys=key_list, value=value, unit=unit, holding=holding)
+    cert = certify_cells(c, cls, m)
+    suppressed = cert.cell > target
+    total = c.total
+    first = np.where(cert.worst >= 0, c.value[np.maximum(cert.worst, 0)], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(total > 0, first / np.where(total > 0, total, 1.0), 0.0)
+    flags_p = p_percent(c, p)
+    flags_nk = nk_dominance(c, n_rule, k_rule)
+    published = c.cells.with_columns(
+        pl.Series("total", np.where(suppressed, np.nan, total)).fill_nan(None)
+    )
+    cells = c.cells.with_columns(
+        pl.Series("total", total),
+        pl.Series("contributors", c.count),
+        pl.Series("largest_share", share),
+        pl.Series("kappa_outsider", cert.cell_outsider),
+        pl.Series("kappa", cert.cell),
+        pl.Series("exposed", cert.exposed),
+        pl.Series("p_percent", flags_p),
+        pl.Series("nk", flags_nk),
+        pl.Series("suppressed", suppressed),
+    )
+    rules = {"p": float(v.real("p", p, low=0.0)), "n": n_rule, "k": k_rule}
+    return display.read_from(
+        MagnitudeRelease(
+            published=published,
+            cells=cells,
+            params=params,
+            contributors=c,
+            certificate=cert,
+            rules=rules,
+        ),
+        frame,
+    )
