@@ -55,8 +55,9 @@ from persuasive.margins import (
     worst_case_losses,
 )
 from persuasive.release import display
+from persuasive.release.margins_plan import METHODS, check_method
 
-__all__ = ["MarginRelease", "check_margins_receiver", "release_table_with_margins"]
+__all__ = ["METHODS", "MarginRelease", "check_margins_receiver", "release_table_with_margins"]
 
 BOUNDS = ("publication", "table")
 OBJECTIVES = ("count", "total")
@@ -125,6 +126,9 @@ class MarginRelease(display.ReleaseResult):
     bound: str
     absent: str = "zero"
     hierarchy: tuple[tuple[str, ...], ...] = ()
+    #: The planner's method asked for, and the MIP's time limit (seconds; None: greedy).
+    method: str = "greedy"
+    mip_time_limit: float | None = None
 
     @property
     def h(self) -> int:
@@ -297,7 +301,7 @@ class MarginRelease(display.ReleaseResult):
     def summary(self) -> dict[str, Any]:
         from persuasive.release.margins_output import summary
 
-        return summary(self)
+        return {**summary(self), **self.verdict.plan_summary()}
 
     def comparison_document(self) -> dict[str, Any]:
         from persuasive.release.margins_output import comparison_document
@@ -385,6 +389,8 @@ def release_table_with_margins(
     weight: str | None = None,
     known: Any = None,
     hierarchy: Any = None,
+    method: str = "greedy",
+    mip_time_limit: float | None = None,
 ) -> MarginRelease:
     r"""Suppress the cells below h, publish the margins exactly, plan, audit and compare.
 
@@ -433,6 +439,15 @@ def release_table_with_margins(
         the combinations that do not nest are structural zeros.
     weight : str, optional
         Refused (:func:`persuasive.release.grid.refuse_weight`): Prop 8 certifies counts.
+    method : {"greedy", "auto", "mip"}
+        How the secondary pattern is chosen (with a target): the greedy, the mixed-integer
+        program of :mod:`persuasive.margins.optimal` (HiGHS; its pattern when the exact audit
+        certifies it, else the greedy's), or ``"auto"``: the program on tables of at most
+        ``optimal.AUTO_MAX_CELLS`` cells, the greedy beyond. ``rel.verdict`` says which
+        produced the pattern and whether optimality was proven (``docs/margins_release.md``).
+    mip_time_limit : float, optional
+        Seconds for the program's whole loop (> 0; default ``optimal.TIME_LIMIT``); only
+        with ``method="auto"`` or ``"mip"``.
 
     Raises
     ------
@@ -474,6 +489,7 @@ def release_table_with_margins(
     target = None if target_kappa is None else dm.check("target_kappa", target_kappa)
     obj = v.choice("objective", objective, OBJECTIVES)
     bnd = v.choice("bound", bound, BOUNDS)
+    meth, limit = check_method(method, mip_time_limit)
     from persuasive.margins.hierarchy import parse_hierarchy
     from persuasive.release.grid import known_rows
 
@@ -503,7 +519,9 @@ def release_table_with_margins(
             classical_worst = worst_case_losses(classical.table, rec, r=r_)
             advance()
     else:
-        comparison = compare(primary, rec, target, r=r_, objective=obj, bound=bnd)
+        comparison = compare(
+            primary, rec, target, r=r_, objective=obj, bound=bnd, method=meth, time_limit=limit
+        )
         if comparison.ours is None:
             raise InfeasiblePlanError(
                 f"target_kappa = {target:g}: no suppression pattern meets it "
@@ -537,6 +555,8 @@ def release_table_with_margins(
             bound=bnd,
             absent=absent,
             hierarchy=chains,
+            method=meth,
+            mip_time_limit=limit,
         ),
         frame,
     )
