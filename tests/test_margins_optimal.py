@@ -154,10 +154,12 @@ def test_auto_skips_large_tables_and_greedy_skips_the_program(monkeypatch):
 
     monkeypatch.setattr(opt, "milp", fail)
     t = MarginTable([[1, 20, 4], [20, 1, 4], [4, 4, 15]], h=3, margins="rows,cols")
-    plan_suppression(t, RC, 7.0)  # default: the greedy
+    default = plan_suppression(t, RC, 7.0)  # default: the greedy
+    assert (default.method, default.mip) == ("greedy", None)
     monkeypatch.setattr(opt, "AUTO_MAX_CELLS", 8)
     plan = plan_suppression(t, RC, 7.0, method="auto")
-    assert not any("MIP" in n for n in plan.notes)
+    assert (plan.method, plan.mip) == ("greedy", "too_large")
+    assert any("MIP not run: the table has 9 cells" in n for n in plan.notes)
 
 
 def test_the_program_bound_can_prove_the_greedy_optimal():

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from persuasive.release import margins_plan as mplan
+
 if TYPE_CHECKING:
     from persuasive.release.margins import MarginRelease
 
@@ -82,7 +84,19 @@ class Verdict:
     lower_bound, gap : float or None
         The planner's proven lower bound on the cost of any pattern meeting κ, and the gap.
     optimal : bool or None
-        Whether the pattern is proven optimal (None: not known; the gap says how far it may be).
+        Whether the pattern is proven optimal (None: not known; the gap says how far it may be):
+        by the MIP (``mip == "optimal"``), or its cost at a proven lower bound.
+    method, mip_time_limit : str, float or None
+        The method asked for (``"greedy"``, ``"auto"``, ``"mip"``) and the MIP's time limit.
+    pattern_by : str or None
+        What produced the pattern: ``"mip"`` or ``"greedy"`` (None without a plan).
+    mip : str or None
+        The MIP's outcome (:class:`persuasive.margins.optimal.MipOutcome` ``status``),
+        ``"too_large"`` when ``auto`` skipped it, None when not asked for or without a plan.
+    public_lower_bound : float or None
+        The lower bound on the number of secondary cells recomputed from the publication alone
+        (:func:`persuasive.margins.public_bound.publication_lower_bound`; what the certificate
+        states); None without a target.
     released, holds, ok : bool
         Anything published; whether the certificate claims a guarantee that holds; exit 0.
     failing, disclosed, cell_certified : bool ndarray
@@ -121,6 +135,28 @@ class Verdict:
     cell_certified: np.ndarray
     reasons: tuple[str, ...] = ()
     remedies: tuple[str, ...] = ()
+    method: str = "greedy"
+    mip_time_limit: float | None = None
+    pattern_by: str | None = None
+    mip: str | None = None
+    public_lower_bound: float | None = None
+
+    @property
+    def relative_gap(self) -> float | None:
+        """``gap / cost`` (0 at no cost): the share of the cost the optimum may save."""
+        return mplan.relative_gap(self)
+
+    def method_words(self) -> str | None:
+        """Which method produced the pattern and what the MIP reached, in words."""
+        return mplan.method_words(self)
+
+    def plan_summary(self) -> dict[str, Any]:
+        """The planner's outcome for ``MarginRelease.summary()`` (and the CLI's JSON)."""
+        return mplan.plan_summary(self)
+
+    def plan_claim(self) -> dict[str, Any] | None:
+        """The certificate's ``claim.plan`` (None without a plan)."""
+        return mplan.plan_claim(self)
 
     @property
     def ok(self) -> bool:
@@ -145,7 +181,8 @@ class Verdict:
         )
         return (
             f"{what} {_num(self.cost)}, proven lower bound {_num(self.lower_bound)}, gap "
-            f"{_num(self.gap)} ({tail})"
+            f"{_num(self.gap)} ({self.relative_gap or 0.0:.0%} of the cost; {tail}); pattern by "
+            f"{self.method_words()}"
         )
 
     def statement(self) -> str:
@@ -193,6 +230,12 @@ class Verdict:
                 "optimal",
                 "released",
                 "holds",
+                "method",
+                "mip_time_limit",
+                "pattern_by",
+                "mip",
+                "public_lower_bound",
+                "relative_gap",
             )
         }
         return {**out, "ok": self.ok, "reasons": list(self.reasons),
@@ -230,8 +273,14 @@ def verdict(rel: MarginRelease) -> Verdict:
     lb = None if plan is None else float(plan.lower_bound)
     gap = None if lb is None else cost - lb
     optimal = None if plan is None else getattr(plan, "optimal", None)
-    if optimal is None and gap is not None and gap <= 0 and not failing.any():
-        optimal = True  # at the proven lower bound
+    public_lb = None
+    if plan is not None and target is not None:
+        from persuasive.margins.public_bound import publication_lower_bound
+
+        public_lb = publication_lower_bound(t, rel.receiver, target, rel.r)
+    at_public = rel.objective == "count" and public_lb is not None and cost <= public_lb
+    if optimal is None and gap is not None and (gap <= 0 or at_public) and not failing.any():
+        optimal = True  # at a proven lower bound
     n_fail = int(failing.sum())
     reasons: list[str] = []
     remedies: list[str] = []
@@ -328,6 +377,11 @@ def verdict(rel: MarginRelease) -> Verdict:
         cell_certified=cell_certified,
         reasons=tuple(reasons),
         remedies=tuple(remedies),
+        method=getattr(rel, "method", "greedy"),
+        mip_time_limit=getattr(rel, "mip_time_limit", None),
+        pattern_by=None if plan is None else getattr(plan, "method", "greedy"),
+        mip=None if plan is None else getattr(plan, "mip", None),
+        public_lower_bound=public_lb,
     )
 
 
