@@ -12,9 +12,11 @@ across the worker threads, and as on one CPU (no worker threads: bit-sum key tab
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import signal
 import zlib
+from collections.abc import Iterator
 from datetime import date
 from unittest import mock
 
@@ -28,6 +30,8 @@ from polars.testing import assert_frame_equal
 from persuasive.classes.receivers import PoissonReceiver
 from persuasive.errors import ValidationError
 from persuasive.release import table_cells as T
+from persuasive.release import table_keys as K
+from persuasive.release import table_threads as P
 from persuasive.release.tables import TableRelease, read_cells, release_table
 
 RECEIVER = PoissonReceiver(0.5, 3.0)
@@ -42,10 +46,23 @@ def _fits(dtype: pl.DataType, values: list[int]) -> bool:
 #: Settings: the defaults; tiny blocks that split every pass across threads; tiny blocks on one
 #: CPU (no worker threads), where every key table is of bit sums.
 BLOCKS: list[dict[str, object]] = [
-    {"_BLOCK": T._BLOCK},
+    {"_BLOCK": P._BLOCK},
     {"_BLOCK": 8, "_PARALLEL_ROWS": 16, "_PARALLEL_SCATTER_ROWS": 16},
     {"_BLOCK": 8, "_PARALLEL_ROWS": 16, "_BOOL_SLOTS": 0, "_executor": lambda: None},
 ]
+
+
+@contextlib.contextmanager
+def _patched(patches: dict[str, object]) -> Iterator[None]:
+    """The settings patched in every module of the fast path that reads them (the cells, the
+    keys and the thread pool: each reads its own binding of a shared name)."""
+    with contextlib.ExitStack() as stack:
+        for name, value in patches.items():
+            found = [m for m in (T, K, P) if hasattr(m, name)]
+            assert found, name
+            for module in found:
+                stack.enter_context(mock.patch.object(module, name, value))
+        yield
 
 
 def _outcome(
@@ -66,7 +83,7 @@ def _compare(
     """Run the fast path (the frame) and the generic path (its LazyFrame); they must agree."""
     gen_err, gen = _outcome(df.lazy(), keys, h)
     for patches in blocks:
-        with mock.patch.multiple(T, **patches):
+        with _patched(patches):
             fast_err, fast = _outcome(df, keys, h)
         assert fast_err == gen_err
         if gen is not None:
@@ -77,7 +94,7 @@ def _compare(
             assert_frame_equal(fast.table, gen.table)
             assert fast.summary() == gen.summary()
             # ... and the fast path was taken (not a silent fall-back).
-            with mock.patch.multiple(T, **patches):
+            with _patched(patches):
                 got = T._fast_cells(df, tuple(keys), "n")
             assert got is not None
             assert_frame_equal(
@@ -233,18 +250,18 @@ def test_bitmap_check_matches_a_set(
     cols = [arr // 7, arr % 7] if two else [arr]
     truth = len({tuple(int(c[i]) for c in cols) for i in range(n)}) == n
     for patches in BLOCKS:
-        with mock.patch.multiple(T, **patches):
-            got = T._dense_distinct(cols)
+        with _patched(patches):
+            got = K._dense_distinct(cols)
         assert got is None or got == truth
     span = int(arr.max()) - int(arr.min()) + 1
-    if not two and span <= T._DENSE_KEY_SPAN * n:
+    if not two and span <= K._DENSE_KEY_SPAN * n:
         assert got == truth  # compact keys never go to hashing
 
 
 @pytest.mark.parametrize("layout", ["sorted", "shuffled", "direct"])
 def test_large_frame_split_across_threads_names_the_first_failing_row(layout: str) -> None:
     n = (1 << 20) + 12_345
-    with mock.patch.object(T, "_PARALLEL_ROWS", 1 << 20):
+    with _patched({"_PARALLEL_ROWS": 1 << 20}):
         _check_large_frame(n, layout)
 
 
@@ -280,7 +297,7 @@ def _check_large_frame(n: int, layout: str) -> None:
 
 
 def test_worker_threads_leave_the_interrupting_signals_to_the_main_thread() -> None:
-    pool = T._executor()
+    pool = P._executor()
     if pool is None:
         pytest.skip("one CPU: no worker threads")
     mask = pool.submit(signal.pthread_sigmask, signal.SIG_BLOCK, []).result()
@@ -409,11 +426,11 @@ def test_other_key_types_agree(column: pl.Series) -> None:
 @pytest.mark.parametrize("keys", [["k"], ["k", "k2"]])
 def test_hash_collisions_fall_back_to_exact_hashing(keys: list[str]) -> None:
     df = pl.DataFrame({"k": ["x", "y", "z", "w"], "k2": [1, 1, 2, 2], "n": [1, 5, 7, 9]})
-    assert T._sorted_distinct(df, tuple(keys)) is True
-    assert T._sorted_distinct(df.with_columns(k=pl.lit("x")), ("k",)) is None
+    assert K._sorted_distinct(df, tuple(keys)) is True
+    assert K._sorted_distinct(df.with_columns(k=pl.lit("x")), ("k",)) is None
     constant = pl.Series("hash", [7] * 4, dtype=pl.UInt64)
     with mock.patch.object(pl.DataFrame, "hash_rows", lambda *_a, **_k: constant):
-        assert T._sorted_distinct(df, tuple(keys)) is None  # every hash collides
+        assert K._sorted_distinct(df, tuple(keys)) is None  # every hash collides
         rel = release_table(df, keys=keys, count="n", h=4, receiver=RECEIVER, absent="structural")
         assert rel.published["n"].to_list() == [None, 5, 7, 9]
         with pytest.raises(ValidationError, match=r"duplicated key \(k='x'"):
@@ -429,9 +446,9 @@ def test_hash_collisions_fall_back_to_exact_hashing(keys: list[str]) -> None:
 def test_sparse_integer_keys_are_sorted_exactly() -> None:
     keys = np.array([10**15, -(2**63), 2**63 - 1, 5, -3], dtype=np.int64)
     df = pl.DataFrame({"k": keys, "n": np.arange(5)})
-    assert T._dense_distinct([keys]) is None and T._sorted_distinct(df, ("k",)) is True
+    assert K._dense_distinct([keys]) is None and K._sorted_distinct(df, ("k",)) is True
     keys[3] = 2**63 - 1
-    assert T._sorted_distinct(df.with_columns(k=pl.Series(keys)), ("k",)) is False
+    assert K._sorted_distinct(df.with_columns(k=pl.Series(keys)), ("k",)) is False
     _compare(df.with_columns(k=pl.Series(keys)), ["k"], 3)
 
 
@@ -473,9 +490,9 @@ def test_other_count_types_and_empty_frames_take_the_generic_path(df: pl.DataFra
 def test_direct_table_collisions_are_resolved_exactly(keys: list[int], dtype: pl.DataType) -> None:
     df = pl.DataFrame([pl.Series("k", keys, dtype=dtype), pl.Series("n", [5, 6, 7, 8])])
     truth = len(set(keys)) == len(keys)
-    compact = max(keys) - min(keys) < T._DENSE_KEY_SPAN * len(keys)
+    compact = max(keys) - min(keys) < K._DENSE_KEY_SPAN * len(keys)
     for patches in BLOCKS:
-        with mock.patch.multiple(T, **patches):
-            got = T._dense_distinct([df["k"].to_numpy()])
+        with _patched(patches):
+            got = K._dense_distinct([df["k"].to_numpy()])
         assert got == truth if compact else got in (None, truth)
     _compare(df, ["k"], 5)
