@@ -157,6 +157,19 @@ def table_cmd(
         str | None,
         opt("--bound", "With --margins: plan against 'publication' (default) or 'table'."),
     ] = None,
+    method: Annotated[
+        str | None,
+        opt(
+            "--method",
+            "With --margins and a target: the planner, 'greedy' (default), 'mip' (the "
+            "mixed-integer program, the greedy if it certifies nothing) or 'auto' (mip on "
+            "tables of at most 2500 cells).",
+        ),
+    ] = None,
+    mip_time_limit: Annotated[
+        str | None,
+        opt("--mip-time-limit", "With --method mip|auto: seconds for the MIP (default 20)."),
+    ] = None,
     microdata: Annotated[
         bool,
         typer.Option(
@@ -226,7 +239,8 @@ def table_cmd(
             f"{'--known' if known is not None else '--hierarchy'} needs --margins (it is about "
             "a table published with its totals)"
         )
-    if margins is not None or objective is not None or bound is not None:
+    planner = (objective, bound, method, mip_time_limit)
+    if margins is not None or any(o is not None for o in planner):
         from persuasive.cli.margins import run_margins
 
         raise typer.Exit(
@@ -241,6 +255,8 @@ def table_cmd(
                 margins=margins,
                 objective=objective,
                 bound=bound,
+                method=method,
+                mip_time_limit=mip_time_limit,
                 target_kappa=target_kappa,
                 fmt=output.fmt,
                 report=report,
@@ -291,4 +307,5 @@ def table_cmd(
 
 from persuasive.cli import linear as _linear  # noqa: E402, F401  (registers "release linear")
 from persuasive.cli import linked as _linked  # noqa: E402, F401  (registers "release linked")
+from persuasive.cli import magnitude as _magnitude  # noqa: E402, F401  ("release magnitude")
 from persuasive.cli import mean as _mean  # noqa: E402, F401  (registers "release mean")

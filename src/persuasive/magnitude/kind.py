@@ -88,6 +88,7 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         else ""
     )
     holding = f" (the units of one “{p.holding}” counting as one contributor)" if p.holding else ""
+    sds = plural_sd(math.sqrt(p.r1))
     corr = (
         "independent"
         if p.r2 == 1.0
@@ -97,8 +98,7 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         f"Publishing the totals of “{p.value}” by {', '.join(p.keys)}, with every cell "
         f"suppressed whose certified κ exceeds {num(p.target_kappa)}, protects each contributor"
         f"{holding} of a published cell against {who}, whose Gaussian prior on the others' "
-        f"values guesses the total they learn to within {num(math.sqrt(p.r1))} prior standard "
-        f"deviations, is {corr}, and is uncertain about each contribution in proportion to its "
+        f"values guesses the total they learn to within {sds}, is {corr}, and is uncertain about each contribution in proportion to its "
         f"size (up to a factor {num(p.gamma)} between contributors). Such a Receiver's "
         "Dawid–Sebastiani score of any one contribution improves by at most "
         f"κ = {kappa_text(p.target_kappa)} nats: "
@@ -108,6 +108,13 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         + ". What the pattern of suppressed cells reveals is not covered. Proof: this library's "
         "extension of Bon et al. 2026, Proposition 7, to magnitude tables."
     )
+
+
+def plural_sd(k: float) -> str:
+    """``1 prior standard deviation`` / ``1.5 prior standard deviations``."""
+    from persuasive.report.words import number as num
+
+    return f"{num(k)} prior standard deviation{'' if k == 1.0 else 's'}"
 
 
 class MagnitudeKind:
