@@ -98,8 +98,9 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         f"Publishing the totals of “{p.value}” by {', '.join(p.keys)}, with every cell "
         f"suppressed whose certified κ exceeds {num(p.target_kappa)}, protects each contributor"
         f"{holding} of a published cell against {who}, whose Gaussian prior on the others' "
-        f"values guesses the total they learn to within {sds}, is {corr}, and is uncertain about each contribution in proportion to its "
-        f"size (up to a factor {num(p.gamma)} between contributors). Such a Receiver's "
+        f"values guesses the total they learn to within {sds}, is {corr}, and is uncertain "
+        f"about each contribution in proportion to its size (up to a factor {num(p.gamma)} "
+        "between contributors). Such a Receiver's "
         "Dawid–Sebastiani score of any one contribution improves by at most "
         f"κ = {kappa_text(p.target_kappa)} nats: "
         + unit_line(
