@@ -170,6 +170,8 @@ METAVARS = {
     "--margins": "MARGINS",
     "--objective": "count|total",
     "--bound": "publication|table",
+    "--method": "greedy|auto|mip",
+    "--mip-time-limit": "SECONDS",
     "--noise": "KIND:SCALE",
     "--noise-sd": "S",
     "--max-mean-sd": "V",

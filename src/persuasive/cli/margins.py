@@ -153,6 +153,8 @@ def run_margins(
     objective: str | None,
     bound: str | None,
     target_kappa: float | None,
+    method: str | None = None,
+    mip_time_limit: str | None = None,
     fmt: str,
     report: bool,
     quiet: bool,
@@ -165,7 +167,8 @@ def run_margins(
     """The ``--margins`` route of ``release table``; returns the exit status. With
     ``microdata`` the records of ``data`` are counted first; absent key combinations are counts
     of zero, or structural zeros (``absent="structural"``); ``known`` is a file of cells the
-    Receiver knows, ``hierarchy`` nested keys (``region>district``)."""
+    Receiver knows, ``hierarchy`` nested keys (``region>district``); ``method`` and
+    ``mip_time_limit`` (text, seconds) choose the planner (:func:`check_planner`)."""
     from persuasive.errors import ValidationError
     from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.margins import (
@@ -178,7 +181,12 @@ def run_margins(
     from persuasive.release.pipeline import exit_status, publish
 
     if margins is None:
-        which = "--objective" if objective is not None else "--bound"
+        given_opts = zip(
+            ("--objective", "--bound", "--method", "--mip-time-limit"),
+            (objective, bound, method, mip_time_limit),
+            strict=True,
+        )
+        which = next(o for o, val in given_opts if val is not None)
         raise ValidationError(
             f"{which} needs --margins (it chooses secondary suppressions of a table with totals)"
         )
@@ -192,6 +200,7 @@ def run_margins(
     if bound not in (None, *BOUNDS):
         raise ValidationError(f"--bound must be {' or '.join(BOUNDS)}; got {bound!r}")
     check_margins_receiver(receiver)
+    meth, limit = check_planner(method, mip_time_limit, target_kappa)
     given: Any = margins
     if Path(margins).suffix.lower() in (".csv", ".parquet", ".pq"):  # published totals to check
         from persuasive.report.margins_certificate import read_frame
@@ -216,6 +225,8 @@ def run_margins(
                 absent=absent,
                 known=known,
                 hierarchy=hierarchy,
+                method=meth,
+                mip_time_limit=limit,
             )
         except InfeasiblePlanError as exc:
             c.stop_progress()
@@ -303,3 +314,37 @@ def _print_problems(lines: list[str]) -> None:
             "custodian_cells has every cell)",
             markup=False,
         )
+
+
+def check_planner(
+    method: str | None, mip_time_limit: str | None, target_kappa: float | None
+) -> tuple[str, float | None]:
+    """``--method`` and ``--mip-time-limit`` (seconds, text), checked: one line naming the
+    option, echoing the value and saying what is allowed (a ValidationError: exit 2)."""
+    from persuasive.errors import ValidationError
+    from persuasive.release.margins_plan import METHODS
+
+    if method is not None and method not in METHODS:
+        raise ValidationError(f"--method must be {', '.join(METHODS)}; got {method!r:.40}")
+    if (method is not None or mip_time_limit is not None) and target_kappa is None:
+        which = "--method" if method is not None else "--mip-time-limit"
+        raise ValidationError(
+            f"{which} needs --target-kappa K (it chooses the secondary pattern planned to K)"
+        )
+    meth = method or "greedy"
+    if mip_time_limit is None:
+        return meth, None
+    if meth == "greedy":
+        raise ValidationError(
+            f"--mip-time-limit {mip_time_limit!r:.40} needs --method mip or --method auto (the "
+            "greedy has no time limit)"
+        )
+    try:
+        limit = float(mip_time_limit)
+    except ValueError:
+        limit = math.nan
+    if not (math.isfinite(limit) and limit > 0):
+        raise ValidationError(
+            f"--mip-time-limit must be a number of seconds > 0; got {mip_time_limit!r:.40}"
+        )
+    return meth, limit
