@@ -3,7 +3,8 @@ r"""The custodian's report of a table released with margins.
 Sections: the guarantee in one sentence; what was released; the per-cell table of the
 suppressed cells (exact κ at the true table, the publication bound, disclosed, the attacker's
 interval, certified, the classical rule's κ); the planner's summary (secondary cells, cost,
-proven lower bound, gap, certified); the classical partner rule at the same target (the cells
+proven lower bound, gap, the method that chose the pattern and what the MIP reached,
+certified); the classical partner rule at the same target (the cells
 it leaves above κ); the certificate and how to verify it; two figures (the pattern, κ per
 cell). :func:`write_margins_report` writes ``report.html`` (self-contained) and
 ``report.md``; :func:`margins_report_content` flattens the same into a
@@ -205,12 +206,20 @@ def margins_report(release: Any, cert: Mapping[str, Any]) -> ReportContent:
             ("secondary cells", fmt(vd.n_secondary)),
             (f"cost ({cost})", fmt(vd.cost)),
             ("no plan can cost less than", fmt(vd.lower_bound)),
-            ("gap to that lower bound", fmt(vd.gap)),
+            (
+                "gap to that lower bound",
+                f"{fmt(vd.gap)} ({vd.relative_gap or 0.0:.0%} of the cost)",
+            ),
             (
                 "optimal",
                 {True: "yes, proven", False: "no", None: "not known (the gap says how far)"}[
                     vd.optimal
                 ],
+            ),
+            ("pattern chosen by", str(vd.method_words())),
+            (
+                "lower bound on the secondary cells from the publication alone",
+                f"{fmt(vd.public_lower_bound)} (what the certificate states and verify recomputes)",
             ),
             (
                 "suppressed cells proven within the target",
