@@ -331,11 +331,15 @@ def release_table(
     else:
         cells, made = read_cells_for_release(source, ks, cnt, h_)
     declared = grid.declared_levels(source, ks, cells.schema)
-    cells, added = grid.fill_grid(cells, ks, cnt, absent_, declared)
-    if added and absent_ == "zero":
-        made = None
-        if microdata:
-            cells = cells.sort(list(ks))
+    # Only zero-filling changes the cells, and the grid of one key without declared levels is
+    # its observed (unique) values, the cells themselves: fill_grid would return them as they
+    # are after counting the distinct keys (a hash pass costing more than the whole release).
+    if absent_ == "zero" and (declared or len(ks) > 1):
+        cells, added = grid.fill_grid(cells, ks, cnt, absent_, declared)
+        if added:
+            made = None
+            if microdata:
+                cells = cells.sort(list(ks))
     published = published_column(cells, ks, cnt, h_, made)
     cert = body.certificate
     return display.read_from(
