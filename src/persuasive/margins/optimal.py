@@ -181,7 +181,7 @@ def optimal_pattern(
     var_of[cand] = np.arange(cand.size)
     A = full_incidence(table)[0].tocsr()
     AT = sparse.csr_array(A.T)
-    needy = (x < r_) & (disclosure_loss(model, x) > kap)
+    needy = (x < r_) & (disclosure_loss(model, x, table.box) > kap)
     cuts = Cuts(cand.size, var_of)
     _, rows = cover_rows(table, needy)
 

@@ -272,7 +272,9 @@ def plan_suppression(
     max_states = v.integer("max_states", max_states, low=1)
     cap = table.n_cells if max_iter is None else v.integer("max_iter", max_iter, low=0)
     cost = costs(table, obj)
-    needy = (table.counts.ravel() < r_) & (disclosure_loss(model, table.counts.ravel()) > kap)
+    needy = (table.counts.ravel() < r_) & (
+        disclosure_loss(model, table.counts.ravel(), table.box) > kap
+    )
     lb = float(cost[table.secondary.ravel()].sum()) + covering_bound(table, cost, needy)
     if lb == math.inf:
         A, rows = cover_rows(table, needy)

@@ -22,6 +22,7 @@ from persuasive.classes.receivers import (
     SmallCellReceiver,
 )
 from persuasive.errors import ValidationError
+from persuasive.margins.apriori import box_surprise, prior_box_mass
 from persuasive.margins.constraints import full_incidence
 from persuasive.margins.posterior import (
     MAX_DP_STATES,
@@ -93,21 +94,29 @@ def check_arguments(
     return kap, obj, bnd, receiver, r_
 
 
-def disclosure_loss(model: Model, values: Any) -> NDArray[np.float64]:
-    r"""Loss of a disclosed cell at its value (flat): :math:`B(x_i)` or :math:`-\log q_i(x_i)`."""
+def disclosure_loss(model: Model, values: Any, box: Any = None) -> NDArray[np.float64]:
+    r"""Loss of a disclosed cell at its value (flat, every cell): :math:`B(x_i)` or
+    :math:`-\log q_i(x_i)`, conditioned on the a-priori box of the cell (``box``: the table's
+    flat ``(lower, upper)``, :attr:`~persuasive.margins.MarginTable.box`; None: no box)."""
     vals = np.asarray(values)
     if isinstance(model, IndependentCellsPrior):
-        return -model.logpmf_cells(vals.astype(np.float64))
-    return surprise(model, vals)[0]
+        out = -model.logpmf_cells(vals.astype(np.float64))
+        return out if box is None else out + prior_box_mass(model, *box)
+    return (surprise(model, vals) if box is None else box_surprise(model, vals, *box))[0]
 
 
 def disclosure_grid(
-    model: Model, cells: NDArray[np.intp], lo: NDArray[np.int64], width: int
+    model: Model, cells: NDArray[np.intp], lo: NDArray[np.int64], width: int, box: Any = None
 ) -> NDArray[np.float64]:
-    """``out[k, j]``: the disclosure loss of cell ``cells[k]`` at value ``lo[k] + j``."""
+    """``out[k, j]``: the disclosure loss of cell ``cells[k]`` at value ``lo[k] + j``
+    (``box`` as in :func:`disclosure_loss`, over every cell of the table)."""
     if isinstance(model, IndependentCellsPrior):
-        return -cell_log_grid(model, cells, lo, width)
-    return surprise(model, lo[:, None] + np.arange(width)[None, :])[0]
+        out = -cell_log_grid(model, cells, lo, width)
+        return out if box is None else out + prior_box_mass(model, *box)[cells][:, None]
+    grid = lo[:, None] + np.arange(width)[None, :]
+    if box is None:
+        return surprise(model, grid)[0]
+    return box_surprise(model, grid, box[0][cells][:, None], box[1][cells][:, None])[0]
 
 
 def audit(
@@ -136,7 +145,7 @@ def audit(
         assert isinstance(model, IndependentCellsPrior)
         posterior = posterior_marginals(table, model, max_states=max_states, rng=rng)
     n, x, sup = table.n_cells, table.counts.ravel(), table.suppressed.ravel()
-    d = disclosure_loss(model, x)
+    d = disclosure_loss(model, x, table.box)
     upper, lower, pub, est = (np.zeros(n) for _ in range(4))
     log_up = np.where(sup, 0.0, d)
     disclosed, certified = np.zeros(n, bool), np.ones(n, bool)
@@ -153,7 +162,7 @@ def audit(
         ]
     if posterior is not None and posterior.cells.size:
         c, lp = posterior.cells, posterior.log_pmf
-        s_grid = disclosure_grid(model, c, posterior.lo, lp.shape[1])
+        s_grid = disclosure_grid(model, c, posterior.lo, lp.shape[1], table.box)
         bnd = None
         if kappa is not None and not isinstance(model, IndependentCellsPrior):
             if not posterior.exact:
@@ -171,7 +180,9 @@ def audit(
             switched[c], certified[c] = sw, ex | ok
             disclosed[c] &= ~shown
         if not isinstance(model, IndependentCellsPrior):
-            witness[c] = np.where(small, surprise(model, x[c])[1], math.nan)
+            box = None if table.box is None else (table.box[0][c], table.box[1][c])
+            mean = (surprise(model, x[c]) if box is None else box_surprise(model, x[c], *box))[1]
+            witness[c] = np.where(small, mean, math.nan)
         if not ex.all():
             notes.append(
                 f"{int((~ex).sum())} suppressed cells lie in components too large for the exact "

@@ -54,7 +54,7 @@ class _State:
         self.A, self.AT = A.tocsr(), sparse.csr_array(A.T)
         self.sup, self.sec = table.suppressed.ravel().copy(), table.secondary.ravel().copy()
         self.known = table.known.ravel()  # never a candidate nor a partner
-        self.d = disclosure_loss(model, self.x)
+        self.d = disclosure_loss(model, self.x, table.box)  # conditioned on a-priori boxes
         self.needy = (self.x < self.r) & (self.d > self.kappa)
         self.law = None if isinstance(model, IndependentCellsPrior) else _common_prior(model, 1)
         self.moves, protective = strategy
@@ -99,13 +99,14 @@ class _State:
             return self.cache[key]
         A = sparse.csr_array(self.A[self.entries(cells)][:, cells])
         b = (A @ self.x[cells]).astype(np.int64)
-        lo = np.where(sec[cells], self.h, 0).astype(np.int64)
+        lo = np.maximum(np.where(sec[cells], self.h, 0), self.table.lower.ravel()[cells])
         cap = np.full(cells.size, np.iinfo(np.int64).max)
         coo = A.tocoo()
         np.minimum.at(cap, coo.col, b[coo.row])
         rows = independent_rows(A, b)  # dependent totals change nothing but the DP's frontier
         A, b = sparse.csr_array(A[rows]), b[rows]
-        width = np.where(sec[cells], cap, np.minimum(cap, self.h - 1)) - lo + 1
+        hi = np.where(sec[cells], cap, np.minimum(cap, self.h - 1))
+        width = np.minimum(hi, self.table.upper.ravel()[cells]) - lo + 1  # a-priori boxes
         coords = np.array(np.unravel_index(cells, self.table.shape)).reshape(-1, cells.size)
         order, size = _best_order(A, b - A @ lo, coords)
         comp = None
@@ -123,7 +124,7 @@ class _State:
                     "receiver: the prior puts zero mass on every completion of the published "
                     f"table (cells {cells[:8].tolist()}); widen its support"
                 )
-            s = disclosure_grid(self.model, cells, lo, grid.size)
+            s = disclosure_grid(self.model, cells, lo, grid.size, self.table.box)
             j = (np.arange(cells.size), self.x[cells] - lo)
             with np.errstate(invalid="ignore"):  # inf - inf = 0: a value of prior mass 0
                 val = np.where(np.isneginf(lp[j]) & np.isinf(s[j]), 0.0, lp[j] + s[j])
@@ -167,7 +168,7 @@ class _State:
             log_pmf[np.searchsorted(cells, c.cells), : c.log_pmf.shape[1]] = c.log_pmf
         methods = tuple("skipped" if int(lab) in self.large else "exact-dp" for lab in labs)
         err = np.where(np.isin(self.label[cells], list(self.large)), math.nan, 0.0)
-        lo = np.where(self.sec[cells], self.h, 0).astype(np.int64)
+        lo = np.maximum(np.where(self.sec[cells], self.h, 0), self.table.lower.ravel()[cells])
         return MarginPosterior(cells, lo, log_pmf, comp, methods, err, np.full(labs.size, np.nan))
 
     def closure(self, w: int, c: int, sup: Any, sec: Any) -> list[int]:

@@ -340,6 +340,11 @@ class MarginTable:
         """Some cell has an a-priori bound (``lower > 0`` or a finite ``upper``)."""
         return bool(np.any(self.lower > 0) or np.any(self.upper != NO_UPPER))
 
+    @property
+    def box(self) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+        """The a-priori bounds as flat ``(lower, upper)`` (C order), None when there are none."""
+        return (self.lower.ravel(), self.upper.ravel()) if self.has_apriori else None
+
     def margin_names(self) -> list[str]:
         """Human names of the margins: ``"total"`` or the kept dimensions joined by ``+``."""
         return ["+".join(self.dims[a] for a in m) if m else "total" for m in self.margins]
