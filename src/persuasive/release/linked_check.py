@@ -151,11 +151,6 @@ def _margins(margins: Any, keys: tuple[tuple[str, ...], ...]) -> tuple[Any, ...]
                 f"margins: table {'*'.join(ks)} publishes no margin; got {m!r:.60} (a linked "
                 "table publishes at least the totals it shares with the others)"
             )
-        if any(len(p) == len(ks) for p in parsed):
-            raise ValidationError(
-                f"margins: a margin of table {'*'.join(ks)} keeps all its variables; got "
-                f"{m!r:.60} (that is the table itself)"
-            )
         out.append(tuple(tuple(ks[a] for a in p) for p in parsed))
     return tuple(out)
 
