@@ -24,7 +24,14 @@ NO_UPPER: int = int(np.iinfo(np.int64).max)
 #: The columns of an a-priori file besides the keys.
 BOUND_COLUMNS: tuple[str, str] = ("lower", "upper")
 
-__all__ = ["BOUND_COLUMNS", "NO_UPPER", "apriori_bounds", "check_bounds", "known_cells"]
+__all__ = [
+    "BOUND_COLUMNS",
+    "NO_UPPER",
+    "apriori_bounds",
+    "check_bounds",
+    "claimed_bounds",
+    "known_cells",
+]
 
 
 def check_bounds(
@@ -240,3 +247,32 @@ def _bound(row: int, shown: str, column: str, value: Any) -> int | None:
             "non-negative integer count written without a decimal point (or empty for none)"
         )
     return int(text)
+
+
+def claimed_bounds(
+    apriori: Sequence[tuple[Sequence[str], int, int | None]],
+    keys: Sequence[str],
+    where: list[dict[str, int]],
+    shape: tuple[int, ...],
+    structural: NDArray[np.bool_],
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """Flat a-priori bounds from a certificate's ``claim.apriori`` (``(labels, lower, upper or
+    None)``; ``where`` maps each key's labels to positions): lower (int, 0 where none) and
+    upper (float, inf where none). A cell that is not a published cell is an error."""
+    n = int(np.prod(shape))
+    lower, upper = np.zeros(n, np.int64), np.full(n, np.inf)
+    for labels, lo, up in apriori:
+        pos = [w.get(str(lab)) for w, lab in zip(where, labels, strict=True)]
+        shown = ", ".join(f"{k}={lab!r}" for k, lab in zip(keys, labels, strict=True))
+        i = (
+            None
+            if any(q is None for q in pos)
+            else int(np.ravel_multi_index(tuple(int(q or 0) for q in pos), shape))
+        )
+        if i is None or structural[i]:
+            raise ValidationError(
+                f"published table: the a-priori bounds of ({shown}) in the claim name no published "
+                "cell"
+            )
+        lower[i], upper[i] = lo, np.inf if up is None else float(up)
+    return lower, upper

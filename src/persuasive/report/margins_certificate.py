@@ -301,6 +301,7 @@ def publication_table(
     known: Sequence[Sequence[str]] = (),
     hierarchy: Sequence[str] = (),
     absent: str = "zero",
+    apriori: Sequence[tuple[Sequence[str], int, int | None]] = (),
 ) -> tuple[Any, list[Any]]:
     """A :class:`~persuasive.margins.MarginTable` consistent with the publication.
 
@@ -308,14 +309,17 @@ def publication_table(
     (primary ``[0, h-1]``, secondary ``>= h``) by ``scipy.optimize.milp``; ``kappa_published``
     does not depend on which completion. The combinations of the published levels missing from
     the published table are structural zeros (allowed as :func:`_grid` says); the ``known``
-    cells (key labels) must be published with their counts, which may be below h. Returns the
-    table and the labels (tuples of strings) of every flat cell. Raises ValidationError naming
-    what is inconsistent.
+    cells (key labels) must be published with their counts, which may be below h. The
+    ``apriori`` bounds ``(labels, lower, upper or None)`` are part of the Receiver's knowledge:
+    a published count must lie in its box, and the completion and the table keep them
+    (``docs/margins_apriori.md``). Returns the table and the labels (tuples of strings) of
+    every flat cell. Raises ValidationError naming what is inconsistent.
     """
     from scipy.optimize import Bounds, LinearConstraint, milp
 
     from persuasive.margins import MarginTable, parse_margins
     from persuasive.margins.constraints import full_incidence
+    from persuasive.margins.known import NO_UPPER, claimed_bounds
 
     levels, shape, flat = _grid(pub, absent, hierarchy)
     n, frame = int(np.prod(shape)), pub.cells
@@ -334,6 +338,7 @@ def publication_table(
         if i is None or structural[i]:
             raise _fail(f"the known cell ({shown}) of the claim is not a published cell")
         known_flat[i] = True
+    lower, upper = claimed_bounds(apriori, pub.keys, where, shape, structural)
     status = frame[STATUS]
     bad = status.drop_nulls().filter(~status.drop_nulls().is_in(list(STATUSES)))
     if bad.len():
@@ -353,6 +358,14 @@ def publication_table(
         raise _fail(
             f"cell ({cell}) is suppressed, but the claim lists it as known to the Receiver: a "
             "known cell is published with its count"
+        )
+    out_box = np.flatnonzero(~sup[flat] & ((x[flat] < lower[flat]) | (x[flat] > upper[flat])))
+    if out_box.size:
+        row = frame.row(int(out_box[0]), named=True)
+        cell = ", ".join(f"{k}={row[k]!r}" for k in pub.keys)
+        raise _fail(
+            f"cell ({cell}) shows {row[pub.count]}, outside the a-priori bounds the claim states "
+            "for it"
         )
     low = np.flatnonzero(~sup[flat] & ~known_flat[flat] & (x[flat] < h))
     if low.size:
@@ -388,15 +401,26 @@ def publication_table(
             np.zeros(cells.size),
             constraints=LinearConstraint(A, b, b),
             integrality=np.ones(cells.size),
-            bounds=Bounds(np.where(sec[cells], h, 0), np.where(sec[cells], np.inf, h - 1)),
+            bounds=Bounds(
+                np.maximum(np.where(sec[cells], h, 0), lower[cells]),
+                np.minimum(np.where(sec[cells], np.inf, h - 1), upper[cells].astype(float)),
+            ),
         )
         if res.status != 0 or res.x is None:
+            boxed = " within the a-priori bounds" if apriori else ""
             raise _fail(
-                f"no completion of the suppressed cells (primary < {h}, secondary >= {h}) adds "
-                "up to the published margins"
+                f"no completion of the suppressed cells (primary < {h}, secondary >= {h}"
+                f"{boxed}) adds up to the published margins"
             )
         x[cells] = np.round(res.x).astype(np.int64)
-    table = MarginTable(x.reshape(shape), **kw, **mask, totals=totals)
+    table = MarginTable(
+        x.reshape(shape),
+        **kw,
+        **mask,
+        totals=totals,
+        lower=lower.reshape(shape),
+        upper=np.where(np.isinf(upper), NO_UPPER, upper).astype(np.int64).reshape(shape),
+    )
     coords = np.unravel_index(np.arange(n), shape)
     cols = [np.array(lv, dtype=object)[c] for lv, c in zip(levels, coords, strict=True)]
     return table, [tuple(str(v) for v in t) for t in zip(*cols, strict=True)]
