@@ -38,7 +38,7 @@ runner = CliRunner()
 
 Path_ = tuple[str | int, ...]
 
-KINDS = ("table", "mean", "group_means", "linear", "linear_noisy", "margins")
+KINDS = ("table", "mean", "group_means", "linear", "linear_noisy", "margins", "margins_plan")
 
 
 def _commands(root: Path) -> dict[str, list[str]]:
@@ -52,6 +52,12 @@ def _commands(root: Path) -> dict[str, list[str]]:
     counts = [1, 2, 9, 2, 1, 8, 7, 6, 12]
     (root / "mg.csv").write_text(
         "r,c,n\n" + "".join(f"{c},{n}\n" for c, n in zip(cells, counts, strict=True)),
+        encoding="utf-8",
+    )
+    # a lone 0 in row a and column x: planned to kappa 7 by the MIP (claim.plan, section plan)
+    plan_counts = [0, 9, 8, 7, 6, 9, 8, 9, 7]
+    (root / "mp.csv").write_text(
+        "r,c,n\n" + "".join(f"{c},{n}\n" for c, n in zip(cells, plan_counts, strict=True)),
         encoding="utf-8",
     )
     table = f"release table {root / 't.csv'} --keys k --count c --h 3 --poisson-mean 1:10"
@@ -69,6 +75,10 @@ def _commands(root: Path) -> dict[str, list[str]]:
         "linear": [*linear.split(), *g0],
         "linear_noisy": [*linear.split(), *g0, "--noise-sd", "0.5"],
         "margins": margins.split(),
+        "margins_plan": (
+            f"release table {root / 'mp.csv'} --keys r,c --count n --h 3 --poisson-mean 1:10 "
+            "--margins rows,cols --target-kappa 7 --method mip"
+        ).split(),
     }
 
 
@@ -255,6 +265,7 @@ PARAMETERS = {
         "claim.absent",
     ),
 }
+PARAMETERS["margins_plan"] = (*PARAMETERS["margins"], "claim.plan")
 PARAMETERS["group_means"] = PARAMETERS["mean"]
 PARAMETERS["linear_noisy"] = PARAMETERS["linear"]
 
@@ -289,7 +300,7 @@ def test_genuine_certificate_verifies(releases: dict[str, Path], kind: str) -> N
     )
     assert cli.exit_code == 0, cli.stdout + cli.stderr
     assert cli.stdout.startswith("verified (")
-    if kind != "margins":  # the others are recomputed from their claim alone
+    if not kind.startswith("margins"):  # the others are recomputed from their claim alone
         assert verify_certificate(folder / "certificate.json").ok
 
 
@@ -599,3 +610,19 @@ def test_duplicated_key_is_flagged(releases: dict[str, Path], tmp_path: Path) ->
     cli = runner.invoke(app, ["verify", str(bad)])
     assert cli.exit_code == 1
     assert "appears twice" in cli.stdout
+
+
+def test_margins_plan_fields_are_walked_and_an_inconsistent_plan_is_named(
+    releases: dict[str, Path],
+) -> None:
+    """The planned release states claim.plan and the recomputed section plan (so the tests
+    above edit each of their fields); a plan that contradicts itself is named."""
+    from persuasive.report.margins_plan import FIELDS
+
+    doc = genuine(releases["margins_plan"])
+    assert tuple(sorted(doc["claim"]["plan"])) == tuple(sorted(FIELDS))
+    assert set(doc["plan"]) == {"secondary", "lower_bound", "gap", "relative_gap"}
+    assert doc["plan"]["secondary"] == doc["publication"]["secondary"]
+    doc["claim"]["plan"]["optimal"] = None  # the MIP proved it: optimal must be true
+    ok, said = run_verify(with_digest(doc), releases["margins_plan"])
+    assert not ok and names(said, "claim.plan.optimal"), said

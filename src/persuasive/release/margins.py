@@ -209,6 +209,7 @@ class MarginRelease(display.ReleaseResult):
             absent=self.absent,
             known=self.known_keys,
             hierarchy=tuple(">".join(c) for c in self.hierarchy),
+            plan=tuple((self.verdict.plan_claim() or {}).items()),
         )
 
     @property

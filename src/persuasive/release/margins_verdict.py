@@ -387,8 +387,8 @@ def verdict(rel: MarginRelease) -> Verdict:
 
 def check_certificate(rel: MarginRelease, document: Any) -> None:
     """The certificate written from the publication agrees with the release's :class:`Verdict`
-    (held, exact, κ, suppressed, secondary, certified and disclosed cells); else an
-    InternalError."""
+    (held, exact, κ, suppressed, secondary, certified and disclosed cells, the plan and its
+    lower bound from the publication); else an InternalError."""
     from persuasive.release.pipeline import InternalError
 
     vd = rel.verdict
@@ -401,6 +401,8 @@ def check_certificate(rel: MarginRelease, document: Any) -> None:
         "disclosed": sum(c["disclosed"] is True for c in document["cells"]),
         "certified": sum(c["certified"] is True for c in document["cells"]),
         "exact": bool(g["exact"]),
+        "claim.plan": document["claim"].get("plan"),
+        "plan.lower_bound": document.get("plan", {}).get("lower_bound"),
     }
     ours = {
         "certified": int(vd.cell_certified.sum()),
@@ -410,6 +412,8 @@ def check_certificate(rel: MarginRelease, document: Any) -> None:
         "suppressed": vd.n_suppressed,
         "secondary": vd.n_secondary,
         "disclosed": vd.n_disclosed_exact,
+        "claim.plan": vd.plan_claim(),
+        "plan.lower_bound": vd.public_lower_bound,
     }
     wrong = [f"{k}: certificate {stated[k]!r}, release {ours[k]!r}" for k in ours if
              stated[k] != ours[k]]  # fmt: skip

@@ -55,6 +55,9 @@ class MarginsParams:
     known: tuple[tuple[str, ...], ...] = ()
     #: The hierarchies, ``"region>district"`` (``claim.hierarchy``).
     hierarchy: tuple[str, ...] = ()
+    #: How the pattern was chosen, ``(key, value)`` pairs (``claim.plan``,
+    #: :mod:`persuasive.report.margins_plan`); empty without a target.
+    plan: tuple[tuple[str, Any], ...] = ()
 
 
 #: The note each treatment of absent key combinations adds to a margins certificate.
@@ -193,12 +196,14 @@ class MarginsKind:
         "absent",
         "known",
         "hierarchy",
+        "plan",
     )
 
     def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
         from persuasive.classes.receivers import receiver_from_dict
         from persuasive.files.reading import ROW
         from persuasive.report.margins_certificate import STATUS
+        from persuasive.report.margins_plan import read_plan
 
         doc = {"claim": claim}
         try:
@@ -230,6 +235,7 @@ class MarginsKind:
             absent=_absent(claim),
             known=_known(claim, keys),
             hierarchy=_hierarchy(claim, keys),
+            plan=read_plan(claim),
         )
 
     def claim(self, p: MarginsParams) -> dict[str, Any]:
@@ -243,6 +249,7 @@ class MarginsKind:
             "absent": p.absent,
             **({"known": [list(c) for c in p.known]} if p.known else {}),
             **({"hierarchy": list(p.hierarchy)} if p.hierarchy else {}),
+            **({"plan": dict(p.plan)} if p.plan else {}),
         }
 
     def read_publication(self, p: MarginsParams, files: Mapping[str, Path]) -> Publication:
@@ -276,6 +283,7 @@ class MarginsKind:
     def certify(self, p: MarginsParams, publication: Publication | None = None) -> Body:
         from persuasive.margins import worst_case_losses
         from persuasive.report import margins_certificate as mc
+        from persuasive.report.margins_plan import plan_section
 
         if publication is None or publication.payload is None:
             raise ValidationError(
@@ -361,7 +369,7 @@ class MarginsKind:
                 *([HIERARCHY_NOTE] if p.hierarchy else []),
                 *([KNOWN_NOTE.format(n=len(p.known))] if p.known else []),
             ],
-            extra={"cells": cells},
+            extra={"cells": cells, **plan_section(p, table)},
         )
 
 
