@@ -102,3 +102,25 @@ def test_rules_by_plain_recomputation():
         want_nk.append(sum(s[:3]) >= 0.8 * t)
     assert p_percent(c, 0.1).tolist() == want_p
     assert nk_dominance(c, 3, 0.8).tolist() == want_nk
+
+
+def test_pp_rule_at_least_as_strict_below_the_thresholds():
+    """docs/magnitude.md §3: a p%-flagged cell has κ(1) > r1 + log r2 + log(1 + γ²/p²), a
+    (2,k)-flagged cell κ(1) ≥ r1 + log r2 + log(1 + γ²k²/(4(1−k)²)); random cells, some
+    crafted near the boundaries."""
+    from persuasive.magnitude import MagnitudeClass, certify_cells
+
+    rng = np.random.default_rng(12)
+    vals = [list(rng.lognormal(0, 2.0, size=rng.integers(3, 9))) for _ in range(3000)]
+    vals += [[10.0, 9.0, *rng.uniform(0, 0.3, size=rng.integers(1, 5))] for _ in range(500)]
+    c = from_cells(vals)
+    for r1, r2, gamma in [(1.0, 1.0, 1.0), (0.5, 2.0, 1.5)]:
+        cls = MagnitudeClass(r1, r2, gamma)
+        kappa = certify_cells(c, cls, 1).cell
+        flagged_p = p_percent(c, 0.1)
+        flagged_nk = nk_dominance(c, 2, 0.9)
+        assert flagged_p.sum() > 100 and flagged_nk.sum() > 100
+        assert np.all(kappa[flagged_p] > cls.base + np.log1p(gamma**2 / 0.1**2))
+        bound = cls.base + np.log1p(gamma**2 * 0.9**2 / (4 * 0.1**2))
+        assert np.all(kappa[flagged_nk] >= bound * (1 - 1e-12))
+        assert np.any(~flagged_p & ~flagged_nk & (kappa > bound))  # the converse fails
