@@ -23,7 +23,6 @@ from persuasive.cli._common import (
     OutOpt,
     QuietOpt,
     ReportOpt,
-    TargetOpt,
     checked,
     opt,
 )
@@ -59,14 +58,21 @@ def linked_cmd(
     r: Annotated[
         int | None, opt("--r", "Small-cell score threshold: 2 <= r <= h (default h).")
     ] = None,
-    target_kappa: TargetOpt = None,
+    target_kappa: Annotated[
+        float | None,
+        opt(
+            "--target-kappa", "Every table's per-cell target κ (>= 0): secondary cells are planned."
+        ),
+    ] = None,
     objective: Annotated[
         str | None, opt("--objective", "Minimise secondary 'count' (default) or 'total'.")
     ] = None,
     bound: Annotated[
         str | None, opt("--bound", "Plan against 'publication' (default) or 'table'.")
     ] = None,
-    count: Annotated[str, opt("--count", "The name of each table's count column.")] = "n",
+    count: Annotated[
+        str, opt("--count", "The name of each table's count column (default n).")
+    ] = "n",
     format_: FormatOpt = None,
     report: ReportOpt = False,
     force: ForceOpt = False,
