@@ -71,6 +71,8 @@ _EXPORTS: dict[str, str] = {
     "LinearRelease": "persuasive.release.linear",
     "LinkedRelease": "persuasive.release.linked",
     "release_linked_tables": "persuasive.release.linked",
+    "MagnitudeRelease": "persuasive.release.magnitude",
+    "release_magnitude": "persuasive.release.magnitude",
     "release_linear": "persuasive.release.linear",
     "MarginRelease": "persuasive.release.margins",
     "release_table_with_margins": "persuasive.release.margins",
@@ -275,6 +277,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from persuasive.release.linear import release_linear as release_linear
     from persuasive.release.linked import LinkedRelease as LinkedRelease
     from persuasive.release.linked import release_linked_tables as release_linked_tables
+    from persuasive.release.magnitude import MagnitudeRelease as MagnitudeRelease
+    from persuasive.release.magnitude import release_magnitude as release_magnitude
     from persuasive.release.margins import MarginRelease as MarginRelease
     from persuasive.release.margins import (
         release_table_with_margins as release_table_with_margins,
