@@ -210,7 +210,25 @@ class MarginRelease(display.ReleaseResult):
             known=self.known_keys,
             hierarchy=tuple(">".join(c) for c in self.hierarchy),
             plan=tuple((self.verdict.plan_claim() or {}).items()),
+            apriori=self.apriori_bounds,
         )
+
+    @property
+    def apriori_bounds(self) -> tuple[tuple[tuple[str, ...], int, int | None], ...]:
+        """The a-priori bounds ``(key labels, lower, upper or None)`` of every cell that has
+        one, sorted by labels: the certificate's ``claim.apriori``."""
+        from persuasive.margins.known import NO_UPPER
+
+        t = self.table
+        lw, up = t.lower.ravel(), t.upper.ravel()
+        flat = np.flatnonzero((lw > 0) | (up != NO_UPPER))
+        labels = self._labels(flat)
+        rows = zip(*(labels[k].cast(pl.String).to_list() for k in self.keys), strict=True)
+        out = [
+            (tuple(r), int(lw[i]), None if up[i] == NO_UPPER else int(up[i]))
+            for r, i in zip(rows, flat, strict=True)
+        ]
+        return tuple(sorted(out, key=lambda b: b[0]))
 
     @property
     def known_keys(self) -> tuple[tuple[str, ...], ...]:
@@ -349,14 +367,23 @@ def _primary(
     margins: Any,
     known: Any = None,
     hierarchy: Any = (),
+    apriori: Any = None,
 ) -> Any:
     """The primary pattern; ``margins`` may be a frame of published totals, checked to add up.
-    Combinations absent from ``data`` are structural zeros; ``known`` lists known cells."""
+    Combinations absent from ``data`` are structural zeros; ``known`` lists known cells,
+    ``apriori`` the a-priori bounds."""
     if not isinstance(margins, pl.DataFrame):
         from persuasive.margins.hierarchy import check_margins
 
         table = MarginTable.from_frame(
-            data, keys=ks, count=count, h=h, margins=margins, absent="structural", known=known
+            data,
+            keys=ks,
+            count=count,
+            h=h,
+            margins=margins,
+            absent="structural",
+            known=known,
+            apriori=apriori,
         )
         check_margins(table.margins, ks, hierarchy)
         return table
@@ -364,7 +391,7 @@ def _primary(
 
     given = normalise_margins(margins, ks)
     names = sorted(set(given["margin"].drop_nulls().to_list()))
-    table = _primary(data, ks, count, h, names, known, hierarchy)
+    table = _primary(data, ks, count, h, names, known, hierarchy, apriori)
     levels = [[str(x) for x in table.levels[k]] for k in ks]
     totals = margin_totals(given, ks, table.margins, table.margin_names(), levels)
     MarginTable(
@@ -391,6 +418,7 @@ def release_table_with_margins(
     known: Any = None,
     hierarchy: Any = None,
     method: str = "greedy",
+    apriori: Any = None,
     mip_time_limit: float | None = None,
 ) -> MarginRelease:
     r"""Suppress the cells below h, publish the margins exactly, plan, audit and compare.
@@ -435,6 +463,12 @@ def release_table_with_margins(
         Cells the Receiver knows a priori (never suppressed; published with their values and
         listed in the certificate): a boolean column of ``frame``, or a frame / file with the
         key columns, one row per known cell.
+    apriori : frame or path, optional
+        A-priori bounds the Receiver knows (the a-priori file of τ-Argus): the key columns and
+        ``lower`` and/or ``upper`` (inclusive non-negative integers; empty: no bound), one row
+        per cell. The posterior, κ, the attacker and the planner condition on them, a cell
+        with ``lower == upper`` is a known cell, and the certificate lists them
+        (``claim.apriori``; ``docs/margins_apriori.md``).
     hierarchy : str, optional
         ``"region>district"``: district nested in region (:mod:`persuasive.margins.hierarchy`);
         the combinations that do not nest are structural zeros.
@@ -503,7 +537,7 @@ def release_table_with_margins(
             )
         known = known_rows(frame, ks, known)
     data = _grid(frame, ks, count, bool(microdata), absent, chains)
-    primary = _primary(data, ks, count, h_, margins, known, chains)
+    primary = _primary(data, ks, count, h_, margins, known, chains, apriori)
     if not primary.margins:
         raise ValidationError(
             "margins: no margin given; a table without published totals is Prop 8's "

@@ -413,13 +413,15 @@ def publication_table(
                 f"{boxed}) adds up to the published margins"
             )
         x[cells] = np.round(res.x).astype(np.int64)
+    up_int = np.full(n, NO_UPPER, dtype=np.int64)
+    up_int[np.isfinite(upper)] = upper[np.isfinite(upper)]
     table = MarginTable(
         x.reshape(shape),
         **kw,
         **mask,
         totals=totals,
         lower=lower.reshape(shape),
-        upper=np.where(np.isinf(upper), NO_UPPER, upper).astype(np.int64).reshape(shape),
+        upper=up_int.reshape(shape),
     )
     coords = np.unravel_index(np.arange(n), shape)
     cols = [np.array(lv, dtype=object)[c] for lv, c in zip(levels, coords, strict=True)]

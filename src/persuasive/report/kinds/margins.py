@@ -33,6 +33,7 @@ import numpy as np
 
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.report.kinds import Body, Publication, names, need, not_met, number, one_file
+from persuasive.report.margins_apriori import APRIORI_NOTE, apriori_claim, read_apriori
 
 __all__ = ["KIND", "MarginsParams", "margin_words", "margins_sentence"]
 
@@ -58,6 +59,9 @@ class MarginsParams:
     #: How the pattern was chosen, ``(key, value)`` pairs (``claim.plan``,
     #: :mod:`persuasive.report.margins_plan`); empty without a target.
     plan: tuple[tuple[str, Any], ...] = ()
+    #: The a-priori bounds ``(labels, lower, upper or None)`` (``claim.apriori``,
+    #: :mod:`persuasive.report.margins_apriori`).
+    apriori: tuple[tuple[tuple[str, ...], int, int | None], ...] = ()
 
 
 #: The note each treatment of absent key combinations adds to a margins certificate.
@@ -169,6 +173,8 @@ def margins_sentence(p: MarginsParams, kappa: float, *, certified: bool, disclos
         if p.known
         else ""
     )
+    if p.apriori:
+        who += f", who also knows the a-priori bounds of {plural(len(p.apriori), 'cell')}"
     return (
         f"Cells with a count below {p.h} are suppressed{known} (and, where needed, other cells "
         "too), "
@@ -197,6 +203,7 @@ class MarginsKind:
         "known",
         "hierarchy",
         "plan",
+        "apriori",
     )
 
     def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
@@ -236,6 +243,7 @@ class MarginsKind:
             known=_known(claim, keys),
             hierarchy=_hierarchy(claim, keys),
             plan=read_plan(claim),
+            apriori=read_apriori(claim, keys),
         )
 
     def claim(self, p: MarginsParams) -> dict[str, Any]:
@@ -250,6 +258,7 @@ class MarginsKind:
             **({"known": [list(c) for c in p.known]} if p.known else {}),
             **({"hierarchy": list(p.hierarchy)} if p.hierarchy else {}),
             **({"plan": dict(p.plan)} if p.plan else {}),
+            **apriori_claim(p.apriori),
         }
 
     def read_publication(self, p: MarginsParams, files: Mapping[str, Path]) -> Publication:
@@ -271,7 +280,13 @@ class MarginsKind:
         payload: Any = None
         try:
             table, labels = mc.publication_table(
-                pub, p.h, list(p.margins), known=p.known, hierarchy=p.hierarchy, absent=p.absent
+                pub,
+                p.h,
+                list(p.margins),
+                known=p.known,
+                hierarchy=p.hierarchy,
+                absent=p.absent,
+                apriori=p.apriori,
             )
             payload = (pub, table, labels)
         except PersuasiveError as exc:
@@ -368,6 +383,7 @@ class MarginsKind:
                 ABSENT_NOTES[p.absent],
                 *([HIERARCHY_NOTE] if p.hierarchy else []),
                 *([KNOWN_NOTE.format(n=len(p.known))] if p.known else []),
+                *([APRIORI_NOTE.format(n=len(p.apriori))] if p.apriori else []),
             ],
             extra={"cells": cells, **plan_section(p, table)},
         )

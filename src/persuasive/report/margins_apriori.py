@@ -1,0 +1,80 @@
+"""The a-priori bounds in a margins certificate: ``claim.apriori`` (``docs/margins_apriori.md``).
+
+``claim.apriori`` lists every cell with a bound the Receiver knows before the release, as
+``{"key": [labels...], "lower": a, "upper": b or null}`` sorted by key (labels as the published
+CSV writes them). The bounds are listed, not referred to by a digest of a file beside the
+certificate: the verifier needs every one of them to rebuild the posterior and recompute κ, and
+they are public by declaration. They are claim *inputs* (chosen before looking at the data, like
+the known cells): verify checks them against the publication (each names a published cell,
+each published count lies in its box) and recomputes κ with them; the digest binds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from persuasive.errors import ValidationError
+
+__all__ = ["APRIORI_NOTE", "apriori_claim", "read_apriori"]
+
+#: The note of a claim with a-priori bounds.
+APRIORI_NOTE = (
+    "{n} cells have bounds stated to be known to the Receiver before the release (listed in the "
+    "claim, the a-priori bounds): the posterior, κ and the choice of suppressed cells condition "
+    "on them. The guarantee covers a Receiver who knows them; one who did not learns them from "
+    "this certificate, and the surprise of a bound itself is not in κ."
+)
+
+Bound = tuple[tuple[str, ...], int, "int | None"]
+
+
+def _bad(what: str) -> ValidationError:
+    return ValidationError(f"claim.apriori: {what}")
+
+
+def read_apriori(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Bound, ...]:
+    """``claim.apriori`` (optional) as ``(labels, lower, upper or None)``, checked: a list of
+    objects with ``key`` (the cell's key labels, strings), ``lower`` (a non-negative integer)
+    and ``upper`` (an integer at least ``lower``, or null), sorted by key, each cell once."""
+    if "apriori" not in claim:
+        return ()
+    raw = claim["apriori"]
+    if not isinstance(raw, list) or not raw:
+        raise _bad("must be a non-empty list of cells with their bounds (leave it out if none)")
+    out: list[Bound] = []
+    for j, item in enumerate(raw):
+        ok = (
+            isinstance(item, dict)
+            and set(item) == {"key", "lower", "upper"}
+            and isinstance(item["key"], list)
+            and len(item["key"]) == len(keys)
+            and all(isinstance(s, str) for s in item["key"])
+        )
+        if not ok:
+            raise _bad(
+                f"entry {j} must be {{'key': [{len(keys)} key labels], 'lower': int, 'upper': int "
+                f"or null}}; got {item!r:.80}"
+            )
+        lo, up = item["lower"], item["upper"]
+        if not _count(lo) or not (up is None or (_count(up) and up >= lo)):
+            raise _bad(
+                f"entry {j} has lower = {lo!r}, upper = {up!r}; lower must be a non-negative "
+                "integer and upper null or an integer >= lower"
+            )
+        out.append((tuple(item["key"]), int(lo), None if up is None else int(up)))
+    labels = [b[0] for b in out]
+    if labels != sorted(set(labels)):
+        raise _bad("must be sorted by key, each cell once")
+    return tuple(out)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def apriori_claim(bounds: tuple[Bound, ...]) -> dict[str, Any]:
+    """The ``claim.apriori`` entry of these bounds (nothing when there are none)."""
+    if not bounds:
+        return {}
+    return {"apriori": [{"key": list(k), "lower": lo, "upper": up} for k, lo, up in bounds]}
