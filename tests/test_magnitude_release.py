@@ -193,3 +193,14 @@ def test_vectorised_on_many_cells_is_fast():
         ]
     )
     np.testing.assert_allclose(rel.cells["kappa"].to_numpy(), want, rtol=1e-9)
+
+
+def test_display_shows_only_the_published_table():
+    rel = release_magnitude(GRUNFELD, keys="year", value="invest", unit="firm", target_kappa=3.5)
+    line = repr(rel)
+    assert line.startswith("<MagnitudeRelease κ=3.5, δ=0, holds; cells: 20, suppressed: 9")
+    html = rel._repr_html_()
+    assert html.count("suppressed</em>") == int(rel.published.head(10)["total"].is_null().sum())
+    hidden = rel.cells.filter(pl.col("suppressed"))["total"].to_list()
+    assert not any(f"{t:.6g}" in html for t in hidden)  # no suppressed total, even rounded
+    assert rel.guarantee["kappa"] == 3.5 and rel.guarantee["exact"] is False
