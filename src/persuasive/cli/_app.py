@@ -179,6 +179,7 @@ METAVARS = {
     "--stats": "FILE.toml",
     "--absent": "zero|structural",
     "--known": "FILE.csv",
+    "--apriori": "FILE.csv",
     "--hierarchy": "OUTER>INNER",
     "--separator": "CHAR",
     "--encoding": "NAME",

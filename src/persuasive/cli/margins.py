@@ -163,11 +163,13 @@ def run_margins(
     absent: str = "zero",
     known: Path | None = None,
     hierarchy: str | None = None,
+    apriori: Path | None = None,
 ) -> int:
     """The ``--margins`` route of ``release table``; returns the exit status. With
     ``microdata`` the records of ``data`` are counted first; absent key combinations are counts
     of zero, or structural zeros (``absent="structural"``); ``known`` is a file of cells the
-    Receiver knows, ``hierarchy`` nested keys (``region>district``); ``method`` and
+    Receiver knows, ``apriori`` a file of bounds it knows (key columns, ``lower``, ``upper``),
+    ``hierarchy`` nested keys (``region>district``); ``method`` and
     ``mip_time_limit`` (text, seconds) choose the planner (:func:`check_planner`)."""
     from persuasive.errors import ValidationError
     from persuasive.margins.planner import InfeasiblePlanError
@@ -225,6 +227,7 @@ def run_margins(
                 absent=absent,
                 known=known,
                 hierarchy=hierarchy,
+                apriori=apriori,
                 method=meth,
                 mip_time_limit=limit,
             )

@@ -206,6 +206,15 @@ def table_cmd(
             "do not nest are structural zeros.",
         ),
     ] = None,
+    apriori: Annotated[
+        Path | None,
+        opt(
+            "--apriori",
+            "With --margins: a CSV or Parquet file of bounds the Receiver knows already: the "
+            "key columns and lower and/or upper (inclusive counts), one row per cell "
+            "(docs/margins_apriori.md).",
+        ),
+    ] = None,
 ) -> None:
     """Suppress the cells below h of a count table and certify it (Prop 8).
 
@@ -234,10 +243,10 @@ def table_cmd(
         checked("--target-kappa", target_kappa),
     )
     receiver = c.receiver(alpha, poisson_mean, negbin_mean, negbin_size)
-    if margins is None and (known is not None or hierarchy is not None):
+    if margins is None and (known is not None or hierarchy is not None or apriori is not None):
+        which = "--known" if known is not None else "--hierarchy" if hierarchy else "--apriori"
         raise ValidationError(
-            f"{'--known' if known is not None else '--hierarchy'} needs --margins (it is about "
-            "a table published with its totals)"
+            f"{which} needs --margins (it is about a table published with its totals)"
         )
     planner = (objective, bound, method, mip_time_limit)
     if margins is not None or any(o is not None for o in planner):
@@ -266,6 +275,7 @@ def table_cmd(
                 absent=absent,
                 known=known,
                 hierarchy=hierarchy,
+                apriori=apriori,
             )
         )
     if (h is None) == (target_kappa is None):
