@@ -246,7 +246,10 @@ def plan_suppression(
         ``"mip"``: the mixed-integer program with audit cuts of
         :mod:`persuasive.margins.optimal` first (its pattern when the exact audit certifies it,
         ``optimal`` when HiGHS also proved it optimal), the greedy when it does not;
-        ``"auto"``: the same on tables of at most ``optimal.AUTO_MAX_CELLS`` cells.
+        ``"auto"``: the same on tables of at most ``optimal.AUTO_MAX_CELLS`` cells. A certified
+        pattern of the program not proven optimal (a time-out) is set beside the greedy's and
+        the cheaper kept (the program's on a tie), so the pattern never costs more than the
+        greedy's.
     time_limit : float, optional
         Seconds for the program's whole loop (default ``optimal.TIME_LIMIT``).
 
@@ -295,8 +298,20 @@ def plan_suppression(
         found, mip = optimal.try_mip(
             table, model, (kap, r_, obj, bnd, lb), meth, time_limit, max_states, rng
         )
-        if found is not None:
+        if found is not None and found.optimal:
             return found
+        if found is not None:  # certified, optimality not proven: the greedy may be cheaper
+            try:
+                greedy = plan_suppression(
+                    table, receiver, kap, r=r_, objective=obj, bound=bnd, rng=rng,
+                    mcmc_audit=mcmc_audit, max_candidates=n_try, max_states=max_states,
+                    max_iter=max_iter,
+                )  # fmt: skip
+            except InfeasiblePlanError:
+                return found
+            if not greedy.certified or found.objective_value <= greedy.objective_value:
+                return found
+            return optimal.after_greedy(greedy, mip)
     cache: dict[bytes, _Component | None] = {}
     if not table.margins:  # nothing to plan: Prop 8
         st = _State(table, model, (r_, kap, bnd, cost, STRATEGIES[0], cache))

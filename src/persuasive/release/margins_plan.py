@@ -61,6 +61,8 @@ def method_words(vd: Verdict) -> str | None:
         f"auto: at most {AUTO_MAX_CELLS} cells)",
         "time_limit": f"the MIP reached no certified pattern within its time limit ({limit})",
         "iteration_limit": "the MIP reached no certified pattern within its cap on solves",
+        "certified": "cheaper than the MIP's certified pattern, whose optimality was not "
+        f"proven within its time limit ({limit})",
         "uncertified": f"the MIP's pattern could not be certified within {limit} (parts too "
         "large for the exact posterior)",
         "infeasible": "the MIP's program is infeasible: HiGHS proves no pattern certified",

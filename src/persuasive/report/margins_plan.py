@@ -82,11 +82,13 @@ def read_plan(claim: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
             raise _bad("mip_time_limit", "must be finite")
         if mip not in MIP_OUTCOMES or (mip == "too_large" and method != "auto"):
             raise _bad("mip", f"must be one of {', '.join(MIP_OUTCOMES)}; got {mip!r:.40}")
-        if (raw["pattern"] == "mip") != (mip in ("optimal", "certified")):
+        kept = ("optimal", "certified") if raw["pattern"] == "mip" else MIP_OUTCOMES[1:]
+        if mip not in kept:
             raise _bad(
                 "pattern",
-                f"{raw['pattern']!r} with mip {mip!r}: the MIP's pattern is kept exactly when "
-                "it is certified (mip optimal or certified)",
+                f"{raw['pattern']!r} with mip {mip!r}: the MIP's pattern is kept when it is "
+                "certified (mip optimal or certified), the greedy's when it is not or, mip "
+                "certified, when it is cheaper",
             )
     if optimal not in (True, False, None):
         raise _bad("optimal", f"must be true, false or null; got {optimal!r:.40}")
