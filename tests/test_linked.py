@@ -45,10 +45,12 @@ RECEIVER = PoissonReceiver(0.6, 2.0)
 H = 3
 
 
-def publish(y: np.ndarray, secondary: set[tuple[int, int]], kept: tuple[int, ...]) -> dict:
+def publish(
+    y: np.ndarray, secondary: set[tuple[int, int]], kept: tuple[int, ...], h: int = H
+) -> dict:
     status = {}
     for idx in itertools.product(*map(range, y.shape)):
-        status[idx] = "p" if y[idx] < H else ("s" if idx in secondary else "")
+        status[idx] = "p" if y[idx] < h else ("s" if idx in secondary else "")
     margins = {ax: tuple(int(t) for t in y.sum(axis=1 - ax)) for ax in kept}
     return {"shape": y.shape, "status": status, "y": y.copy(), "margins": margins}
 
@@ -409,3 +411,85 @@ def test_cli_exit_codes(tmp_path: Path) -> None:
     )  # fmt: skip
     assert cyc.exit_code == 2 and "form a cycle" in cyc.output
     assert not (tmp_path / "nb").exists() and not (tmp_path / "cyc").exists()
+
+
+# ------------------------------------------------------------------- a chain of three tables
+
+
+def compositions(n: int, k: int) -> np.ndarray:
+    """Every vector of k non-negative integers summing to n (stars and bars), one per row."""
+    rows = []
+    for bars in itertools.combinations(range(n + k - 1), k - 1):
+        edges = (-1, *bars, n + k - 1)
+        rows.append([edges[i + 1] - edges[i] - 1 for i in range(k)])
+    return np.array(rows, dtype=np.int64)
+
+
+def fits(t: dict, y: np.ndarray, h: int) -> np.ndarray:
+    """Which of the 2 x 2 tables ``y`` (shape (M, 2, 2)) are consistent with ``t``."""
+    ok = np.ones(len(y), dtype=bool)
+    for idx, st in t["status"].items():
+        v = y[:, idx[0], idx[1]]
+        ok &= (v == t["y"][idx]) if st == "" else (v < h) if st == "p" else (v >= h)
+    for ax, m in t["margins"].items():
+        ok &= (y.sum(axis=2 - ax) == np.array(m)).all(axis=1)
+    return ok
+
+
+def exact_posterior(tables: np.ndarray, mean: Fraction) -> dict:
+    w: dict = {}
+    for y in tables:
+        key = tuple(int(v) for v in y.ravel())
+        w[key] = w.get(key, 0) + math.prod(
+            (poisson_weight(int(v), mean) for v in y.ravel()), start=Fraction(1)
+        )
+    return normalise(w)
+
+
+def chain(seed: int, margins: list[tuple[int, ...]]) -> list[tuple[dict, dict]]:
+    """A x B, B x C, C x D from a 2 x 2 x 2 x 2 cover table of 6 records, h = 2, with the
+    given kept axes of each table: for each table, its posterior given all three publications
+    (every cover table enumerated) and given its own (every 2 x 2 table enumerated)."""
+    h, n, mu = 2, 6, Fraction(1, 2)
+    rng = np.random.default_rng(seed)
+    x = rng.multinomial(n, [1 / 16] * 16).reshape(2, 2, 2, 2)
+    pubs = []
+    tables = [x.sum(axis=(2, 3)), x.sum(axis=(0, 3)), x.sum(axis=(0, 1))]
+    for y, kept in zip(tables, margins, strict=True):
+        cells = itertools.product(range(2), range(2))
+        pubs.append(publish(y, {i for i in cells if y[i] >= h and rng.random() < 0.5}, kept, h))
+    cover = compositions(n, 16).reshape(-1, 2, 2, 2, 2)
+    sums = [cover.sum(axis=(3, 4)), cover.sum(axis=(1, 4)), cover.sum(axis=(1, 2))]
+    joint = np.ones(len(cover), dtype=bool)
+    for t, y in zip(pubs, sums, strict=True):
+        joint &= fits(t, y, h)
+    weights = [
+        math.prod((poisson_weight(int(v), mu) for v in c.ravel()), start=Fraction(1))
+        for c in cover[joint]
+    ]
+    single = compositions(n, 4).reshape(-1, 2, 2)
+    out = []
+    for t, y in zip(pubs, sums, strict=True):
+        w: dict = {}
+        for yk, wk in zip(y[joint], weights, strict=True):
+            key = tuple(int(v) for v in yk.ravel())
+            w[key] = w.get(key, 0) + wk
+        out.append((normalise(w), exact_posterior(single[fits(t, single, h)], 4 * mu)))
+    return out  # m_k = 4 cover cells per table cell: Poisson(4 mu)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3, 4, 5])
+def test_lemma_chain_of_three_tables(seed: int) -> None:
+    """B published by the first two tables, C by the last two (the first and the last share
+    only the grand total): each table's posterior given all three is its own, exactly."""
+    posts = chain(seed, [(1,), (0, 1), (0,)])
+    assert all(joint == alone for joint, alone in posts)
+    assert max(len(joint) for joint, _ in posts) > 1  # a suppressed cell is not disclosed
+
+
+def test_counter_example_chain_without_a_shared_total() -> None:
+    """B x C does not publish its C totals: C x D gives them away, and B x C's posterior
+    given all three is not its own."""
+    for seed in (0, 4, 5):
+        (_, _), (joint, alone), (_, _) = chain(seed, [(1,), (0,), (0,)])
+        assert joint != alone and len(joint) < len(alone)
