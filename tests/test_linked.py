@@ -493,3 +493,39 @@ def test_counter_example_chain_without_a_shared_total() -> None:
     for seed in (0, 4, 5):
         (_, _), (joint, alone), (_, _) = chain(seed, [(1,), (0,), (0,)])
         assert joint != alone and len(joint) < len(alone)
+
+
+def test_verify_names_a_table_released_for_another_receiver(tmp_path: Path) -> None:
+    """A table folder replaced by a valid release of the same table against another Receiver
+    (Poisson 1..7, where the derived one is 1..6): its own certificate verifies, the linked one
+    names the claim it should have derived."""
+    data = small_records(tmp_path / "records.csv")
+    kw: dict[str, Any] = dict(tables="a*b;a*c", margins="a,b;a,c", h=5, target_kappa=6)
+    folder = pp.release_linked_tables(data, receiver=PoissonReceiver(0.5, 3), **kw).write(
+        tmp_path / "out"
+    )
+    other = pp.release_table_with_margins(
+        data, keys=["a", "b"], microdata=True, h=5, receiver=PoissonReceiver(1, 7),
+        margins="a,b", target_kappa=6,
+    ).write(tmp_path / "other")  # fmt: skip
+    assert verify_certificate(other / "certificate.json", published=other).ok
+    for name in ("released.csv", "margins.csv", "certificate.json"):
+        shutil.copy(other / name, folder / "a-b" / name)
+    got = verify_certificate(folder / "certificate.json")
+    assert not got.ok
+    want = "tables[a-b].claim.receiver: stated {'mean_max': 7.0"  # derived: 2 x (0.5..3)
+    assert any(m.startswith(want) for m in got.mismatches), got.mismatches
+    assert any(m.startswith("publication.tables") for m in got.mismatches)
+
+
+def test_cli_json(tmp_path: Path) -> None:
+    data = small_records(tmp_path / "records.csv")
+    res = run(
+        "release", "linked", data, "--tables", "a*b;a*c", "--margins", "a,b;a,c", "--h", "5",
+        "--poisson-mean", "0.5:3", "--target-kappa", "6", "--json", "--out", tmp_path / "out",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["holds"] and [t["table"] for t in doc["tables"]] == ["a-b", "a-c"]
+    assert [t["cover_cells_per_cell"] for t in doc["tables"]] == [2, 3]  # c: 2 levels, b: 3
+    assert doc["certificate"] == json.loads((tmp_path / "out" / "certificate.json").read_text())
