@@ -38,7 +38,16 @@ runner = CliRunner()
 
 Path_ = tuple[str | int, ...]
 
-KINDS = ("table", "mean", "group_means", "linear", "linear_noisy", "margins", "margins_plan")
+KINDS = (
+    "table",
+    "mean",
+    "group_means",
+    "linear",
+    "linear_noisy",
+    "margins",
+    "margins_plan",
+    "margins_apriori",
+)
 
 
 def _commands(root: Path) -> dict[str, list[str]]:
@@ -60,6 +69,9 @@ def _commands(root: Path) -> dict[str, list[str]]:
         "r,c,n\n" + "".join(f"{c},{n}\n" for c, n in zip(cells, plan_counts, strict=True)),
         encoding="utf-8",
     )
+    # a-priori bounds on a suppressed cell (both completions of the block stay possible), an
+    # open one on another and one on a released cell (claim.apriori)
+    (root / "ap.csv").write_text("r,c,lower,upper\na,x,1,2\nb,y,,2\nc,z,10,\n", encoding="utf-8")
     table = f"release table {root / 't.csv'} --keys k --count c --h 3 --poisson-mean 1:10"
     mean = f"release mean {root / 'm.csv'} --column v --r1 1 --r2 4"
     linear = f"release linear {root / 'lin.csv'} --value x --r1 1 --r2 4 --stat all:mean:true"
@@ -75,6 +87,7 @@ def _commands(root: Path) -> dict[str, list[str]]:
         "linear": [*linear.split(), *g0],
         "linear_noisy": [*linear.split(), *g0, "--noise-sd", "0.5"],
         "margins": margins.split(),
+        "margins_apriori": [*margins.split(), "--apriori", str(root / "ap.csv")],
         "margins_plan": (
             f"release table {root / 'mp.csv'} --keys r,c --count n --h 3 --poisson-mean 1:10 "
             "--margins rows,cols --target-kappa 7 --method mip"
@@ -266,6 +279,7 @@ PARAMETERS = {
     ),
 }
 PARAMETERS["margins_plan"] = (*PARAMETERS["margins"], "claim.plan")
+PARAMETERS["margins_apriori"] = (*PARAMETERS["margins"], "claim.apriori")
 PARAMETERS["group_means"] = PARAMETERS["mean"]
 PARAMETERS["linear_noisy"] = PARAMETERS["linear"]
 
@@ -626,3 +640,27 @@ def test_margins_plan_fields_are_walked_and_an_inconsistent_plan_is_named(
     doc["claim"]["plan"]["optimal"] = None  # the MIP proved it: optimal must be true
     ok, said = run_verify(with_digest(doc), releases["margins_plan"])
     assert not ok and names(said, "claim.plan.optimal"), said
+
+
+def test_margins_apriori_bounds_are_in_the_claim_and_an_edited_bound_is_caught(
+    releases: dict[str, Path],
+) -> None:
+    """claim.apriori lists every bound; loosening one (digest recomputed) changes κ published,
+    which the recomputation names; a bound that the published count contradicts is named as an
+    inconsistent publication."""
+    folder = releases["margins_apriori"]
+    doc = genuine(folder)
+    assert doc["claim"]["apriori"] == [
+        {"key": ["a", "x"], "lower": 1, "upper": 2},
+        {"key": ["b", "y"], "lower": 0, "upper": 2},
+        {"key": ["c", "z"], "lower": 10, "upper": None},
+    ]
+    loose = copy.deepcopy(doc)
+    loose["claim"]["apriori"][0]["lower"] = 0  # (a, x) may be 0 again: a larger kappa
+    ok, said = run_verify(with_digest(loose), folder)
+    assert not ok and names(said, "cells[a,x].kappa_published"), said
+    wrong = copy.deepcopy(doc)
+    wrong["claim"]["apriori"][2]["lower"] = 13  # the published count of (c, z) is 12
+    ok, said = run_verify(with_digest(wrong), folder)
+    assert not ok and names(said, "publication"), said
+    assert any("a-priori bounds" in m for m in said), said

@@ -442,6 +442,16 @@ class MarginTable:
             from persuasive.margins.known import apriori_bounds
 
             lower, upper = apriori_bounds(apriori, keys, levels, structural)
+            bad = np.argwhere((arr < lower) | (arr > upper))
+            if bad.size:  # name the cell by its labels (MarginTable knows only positions)
+                cell = tuple(int(i) for i in bad[0])
+                shown = ", ".join(f"{k}={levels[k][i]!r}" for k, i in zip(keys, cell, strict=True))
+                top = "none" if upper[cell] == NO_UPPER else str(int(upper[cell]))
+                raise ValidationError(
+                    f"apriori: the cell ({shown}) has count {arr[cell]:g}, outside its a-priori "
+                    f"bounds [{int(lower[cell])}, {top}]: bounds must hold for the true table "
+                    "(lower <= count <= upper)"
+                )
         table = cls(
             arr,
             h=h,

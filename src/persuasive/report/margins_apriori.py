@@ -29,10 +29,6 @@ APRIORI_NOTE = (
 Bound = tuple[tuple[str, ...], int, "int | None"]
 
 
-def _bad(what: str) -> ValidationError:
-    return ValidationError(f"claim.apriori: {what}")
-
-
 def read_apriori(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Bound, ...]:
     """``claim.apriori`` (optional) as ``(labels, lower, upper or None)``, checked: a list of
     objects with ``key`` (the cell's key labels, strings), ``lower`` (a non-negative integer)
@@ -41,31 +37,42 @@ def read_apriori(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Bound
         return ()
     raw = claim["apriori"]
     if not isinstance(raw, list) or not raw:
-        raise _bad("must be a non-empty list of cells with their bounds (leave it out if none)")
+        raise ValidationError(
+            "claim.apriori: must be a non-empty list of cells with their bounds (leave it out if "
+            "none)"
+        )
     out: list[Bound] = []
     for j, item in enumerate(raw):
-        ok = (
-            isinstance(item, dict)
-            and set(item) == {"key", "lower", "upper"}
-            and isinstance(item["key"], list)
-            and len(item["key"]) == len(keys)
-            and all(isinstance(s, str) for s in item["key"])
-        )
-        if not ok:
-            raise _bad(
-                f"entry {j} must be {{'key': [{len(keys)} key labels], 'lower': int, 'upper': int "
-                f"or null}}; got {item!r:.80}"
+        at = f"claim.apriori[{j}]"
+        if not isinstance(item, dict):
+            raise ValidationError(
+                f"{at}: must be {{'key': [{len(keys)} key labels], 'lower': int, 'upper': int "
+                f"or null}}; got {item!r:.60}"
             )
-        lo, up = item["lower"], item["upper"]
-        if not _count(lo) or not (up is None or (_count(up) and up >= lo)):
-            raise _bad(
-                f"entry {j} has lower = {lo!r}, upper = {up!r}; lower must be a non-negative "
-                "integer and upper null or an integer >= lower"
+        for name in ("key", "lower", "upper"):
+            if name not in item:
+                raise ValidationError(f"{at}.{name}: missing")
+        extra = sorted(set(item) - {"key", "lower", "upper"})
+        if extra:
+            raise ValidationError(f"{at}.{extra[0]}: unexpected (allowed: key, lower, upper)")
+        key, lo, up = item["key"], item["lower"], item["upper"]
+        if not (
+            isinstance(key, list) and len(key) == len(keys) and all(isinstance(s, str) for s in key)
+        ):
+            raise ValidationError(
+                f"{at}.key: must be the list of the cell's {len(keys)} key labels (strings); "
+                f"got {key!r:.60}"
             )
-        out.append((tuple(item["key"]), int(lo), None if up is None else int(up)))
+        if not _count(lo):
+            raise ValidationError(f"{at}.lower: must be a non-negative integer; got {lo!r:.40}")
+        if not (up is None or (_count(up) and up >= lo)):
+            raise ValidationError(
+                f"{at}.upper: must be null (no bound) or an integer >= lower ({lo}); got {up!r:.40}"
+            )
+        out.append((tuple(key), int(lo), None if up is None else int(up)))
     labels = [b[0] for b in out]
     if labels != sorted(set(labels)):
-        raise _bad("must be sorted by key, each cell once")
+        raise ValidationError("claim.apriori: must be sorted by key, each cell once")
     return tuple(out)
 
 

@@ -232,10 +232,13 @@ def _digest_lines(doc: Mapping[str, Any], kind: Any, version: str, after: bool =
             if prefix.split(".")[0] in claim
             for path in leaves(_at(claim, prefix), f"claim.{prefix}")
         ]
+        absent = [f"claim.{p}" for p in kind.inputs if p.split(".")[0] not in claim]
         out.append(
             f"digest: stated {str(stated)[:15]}..., recomputed {real[:15]}...: the document was "
             "edited after it was written; unless a mismatch above explains it, one of the "
-            "fields only the digest protects was: " + ", ".join([*inputs, "library.version"])
+            "fields only the digest protects was: "
+            + ", ".join([*inputs, "library.version"])
+            + (f" (or one of these was removed: {', '.join(absent)})" if absent else "")
         )
     if (out or after) and version != _version():
         out.append(
