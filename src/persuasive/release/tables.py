@@ -40,7 +40,7 @@ from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
 from persuasive.release import display
 from persuasive.release.calibrate import calibrate_threshold
-from persuasive.release.table_cells import published_column, read_cells, read_cells_for_release
+from persuasive.release.table_cells import published_column, read_cells
 from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
@@ -326,21 +326,16 @@ def release_table(
         )
     params = TableParams(h_, r_, receiver, ks, cnt, target_kappa, absent_)
     body = TABLE_KIND.certify(params)
-    if microdata:
-        cells, made = grid.tabulate(source, ks, cnt), None
-    else:
-        cells, made = read_cells_for_release(source, ks, cnt, h_)
+    cells = grid.tabulate(source, ks, cnt) if microdata else read_cells(source, ks, cnt)
     declared = grid.declared_levels(source, ks, cells.schema)
     # Only zero-filling changes the cells, and the grid of one key without declared levels is
     # its observed (unique) values, the cells themselves: fill_grid would return them as they
     # are after counting the distinct keys (a hash pass costing more than the whole release).
     if absent_ == "zero" and (declared or len(ks) > 1):
         cells, added = grid.fill_grid(cells, ks, cnt, absent_, declared)
-        if added:
-            made = None
-            if microdata:
-                cells = cells.sort(list(ks))
-    published = published_column(cells, ks, cnt, h_, made)
+        if added and microdata:
+            cells = cells.sort(list(ks))
+    published = published_column(cells, ks, cnt, h_)
     cert = body.certificate
     return display.read_from(
         TableRelease(published, cert, params, cells, r_explicit=r is not None), source
