@@ -1,0 +1,170 @@
+"""A-priori bounds through the release, the command line and verify (issue 12), with κ checked
+against values computed here from scipy's laws and by enumeration of the boxed fibre."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats
+from typer.testing import CliRunner
+
+from persuasive.classes.receivers import NegativeBinomialReceiver, PoissonReceiver
+from persuasive.cli import app
+from persuasive.errors import ValidationError
+from persuasive.files.output import OutputFolder
+from persuasive.release.margins import release_table_with_margins
+from persuasive.release.pipeline import publish
+from persuasive.report.verify import verify_certificate
+
+runner = CliRunner()
+DATA = Path(__file__).resolve().parents[1] / "examples" / "data"
+ARGS = [
+    "release",
+    "table",
+    str(DATA / "fair_crosstab.csv"),
+    "--keys",
+    "religious,occupation",
+    "--count",
+    "n",
+    "--h",
+    "10",
+    "--negbin-mean",
+    "1:40",
+    "--negbin-size",
+    "1",
+    "--margins",
+    "rows,cols",
+]
+
+
+def _nb_box_surprise(v: int, a: int, b: float) -> float:
+    """max over the mean range's ends of -log F(v | a <= X <= b), negative binomial of size 1."""
+    out = []
+    for mu in (1.0, 40.0):
+        law = stats.nbinom(1, 1 / (1 + mu))
+        mass = law.sf(a - 1) if math.isinf(b) else law.pmf(np.arange(a, int(b) + 1)).sum()
+        out.append(-law.logpmf(v) + math.log(mass))
+    return max(out)
+
+
+def test_cli_release_with_apriori_bounds_verifies(tmp_path: Path) -> None:
+    """examples/data/fair_apriori.csv: (3, 1) = 6 is known to be >= 3 and (4, 1) = 8 to lie in
+    [5, 9]; both are recovered from the margins, and their κ is the conditioned surprise."""
+    out = tmp_path / "ap"
+    res = runner.invoke(
+        app,
+        [
+            *ARGS,
+            "--target-kappa",
+            "4.5",
+            "--apriori",
+            str(DATA / "fair_apriori.csv"),
+            "--out",
+            str(out),
+            "-q",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "certificate.json").read_text())
+    assert doc["claim"]["apriori"] == [
+        {"key": ["1", "6"], "lower": 20, "upper": 30},
+        {"key": ["3", "1"], "lower": 3, "upper": None},
+        {"key": ["4", "1"], "lower": 5, "upper": 9},
+    ]
+    cells = {tuple(c["key"]): c for c in doc["cells"]}
+    assert cells[("3", "1")]["disclosed"] and cells[("4", "1")]["disclosed"]
+    assert cells[("3", "1")]["kappa_published"] == pytest.approx(
+        _nb_box_surprise(6, 3, math.inf), rel=1e-12
+    )
+    assert cells[("4", "1")]["kappa_published"] == pytest.approx(
+        _nb_box_surprise(8, 5, 9), rel=1e-12
+    )
+    assert doc["publication"]["secondary"] == 0  # without the bounds the planner hides 4
+    ok = runner.invoke(app, ["verify", str(out / "certificate.json"), "--published", str(out)])
+    assert ok.exit_code == 0, ok.output
+    # the custodian's kappa at the table (an attained value: the audit) <= the certificate
+    cust = pl.read_csv(out / "custodian_cells.csv")
+    assert cust["kappa"].max() <= doc["guarantee"]["kappa"] + 1e-12
+
+
+def test_cli_apriori_parquet_and_errors(tmp_path: Path) -> None:
+    pq = tmp_path / "ap.parquet"
+    pl.DataFrame(
+        {"religious": ["4"], "occupation": ["1"], "lower": [5], "upper": [None]},
+        schema={
+            "religious": pl.String,
+            "occupation": pl.String,
+            "lower": pl.Int64,
+            "upper": pl.Int64,
+        },
+    ).write_parquet(pq)
+    res = runner.invoke(app, [*ARGS, "--apriori", str(pq), "--out", str(tmp_path / "p"), "-q"])
+    assert res.exit_code in (0, 1), res.output  # (3, 1) is disclosed: the custodian's exit 1
+    doc = json.loads((tmp_path / "p" / "certificate.json").read_text())
+    assert doc["claim"]["apriori"] == [{"key": ["4", "1"], "lower": 5, "upper": None}]
+    for text, said in [
+        ("religious,occupation,lower,upper\n3,1,7,\n", "outside its a-priori bounds [7, none]"),
+        ("religious,occupation,lower,upper\n3,1,2.5,\n", "lower = '2.5'"),
+        ("religious,occupation,lower,upper\n3,1,5,4\n", "lower = 5 > upper = 4"),
+        ("religious,occupation,upper\n9,1,4\n", "religious = '9', not a level"),
+        ("religious,occupation\n3,1\n", "no column 'lower' or 'upper'"),
+        ("religious,occupation,lower,upper\n3,1,1,\n3,1,2,\n", "lists a cell twice"),
+    ]:
+        bad = tmp_path / "bad.csv"
+        bad.write_text(text)
+        res = runner.invoke(app, [*ARGS, "--apriori", str(bad), "--out", str(tmp_path / "x")])
+        assert res.exit_code == 2, (text, res.output)
+        lines = [ln for ln in res.output.splitlines() if ln.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: apriori:"), res.output
+        assert said in lines[0], res.output
+        assert not (tmp_path / "x").exists()
+    no_margins = [a for a in ARGS if a not in ("--margins", "rows,cols")]
+    res = runner.invoke(app, [*no_margins, "--apriori", str(pq), "--out", str(tmp_path / "y")])
+    assert res.exit_code == 2 and "--apriori needs --margins" in res.output
+
+
+def test_release_certificate_against_enumeration(tmp_path: Path) -> None:
+    """A 3 x 3 release with bounds: the certificate's κ published of every suppressed cell is
+    the maximum over the boxed fibre (enumerated here), and every attained loss (the audit at
+    the true table, each end of the mean range) is at most it."""
+    from tests.test_margins_apriori import _enumerated_kappa
+
+    df = pl.DataFrame(
+        {"r": [0, 0, 0, 1, 1, 1, 2, 2, 2], "c": [0, 1, 2] * 3, "n": [1, 2, 9, 2, 0, 8, 7, 6, 12]}
+    )
+    ap = pl.DataFrame({"r": [0, 1], "c": [0, 1], "lower": [1, None], "upper": [2, 1]})
+    rec = PoissonReceiver(1.0, 5.0)
+    rel = release_table_with_margins(
+        df, keys=["r", "c"], count="n", h=3, receiver=rec, margins="rows,cols", apriori=ap
+    )
+    doc = publish(rel, OutputFolder(tmp_path / "e")).document
+    cells, at, pub = _enumerated_kappa(rel.table, rec, [1.0, 5.0])
+    labels = [(str(i // 3), str(i % 3)) for i in cells]
+    stated = {tuple(c["key"]): c["kappa_published"] for c in doc["cells"]}
+    np.testing.assert_allclose([stated[k] for k in labels], pub, rtol=1e-9, atol=1e-12)
+    assert np.all(at <= doc["guarantee"]["kappa"] + 1e-12)
+    assert verify_certificate(tmp_path / "e" / "certificate.json", published=tmp_path / "e").ok
+
+
+def test_api_apriori_errors_name_the_argument() -> None:
+    df = pl.read_csv(DATA / "fair_crosstab.csv")
+    kw = dict(
+        keys=["religious", "occupation"],
+        count="n",
+        h=10,
+        receiver=NegativeBinomialReceiver(1, 40, 1),
+        margins="rows,cols",
+    )
+    with pytest.raises(ValidationError, match="apriori must be a file path"):
+        release_table_with_margins(df, apriori=[1, 2], **kw)
+    with pytest.raises(ValidationError, match=r"apriori: unexpected column 'x'"):
+        release_table_with_margins(
+            df,
+            apriori=pl.DataFrame({"religious": [1], "occupation": [1], "lower": [1], "x": [0]}),
+            **kw,
+        )
