@@ -186,7 +186,8 @@ def test_holdings_are_one_contributor_and_one_coalition():
         ({"k": ["a", "a"], "id": [1, 2], "v": [1.0, None]}, "column 'v', row 2: None is missing"),
         ({"k": ["a"], "id": [None], "v": [1.0]}, "column 'id', row 1: None is missing"),
         ({"k": ["a"], "id": [1], "v": [float("nan")]}, "is not finite"),
-        ({"k": ["a"], "id": [1], "v": ["x"]}, "value column 'v' must be numeric"),
+        ({"k": ["a"], "id": [1], "v": ["x"]}, "column 'v', row 1: 'x' is not a number"),
+        ({"k": ["a"], "id": [1], "v": [True]}, "value column 'v' must be numeric"),
     ],
 )
 def test_bad_microdata_is_one_line(frame, message):
@@ -203,3 +204,69 @@ def test_bad_class_and_holding():
     df = pl.DataFrame({"k": ["a", "b"], "id": [1, 1], "v": [1.0, 2.0], "h": ["G", "H"]})
     with pytest.raises(ValidationError, match="unit '1' belongs to more than one holding"):
         contributions(df, keys=["k"], value="v", unit="id", holding="h")
+
+
+def sized_cells(rng, n_cells=8, low=2, high=6):
+    vals, sizes = [], []
+    for _ in range(n_cells):
+        n = int(rng.integers(low, high + 1))
+        vals.append(list(rng.lognormal(0.0, 1.2, size=n) * (rng.uniform(size=n) > 0.2)))
+        sizes.append(list(rng.lognormal(0.0, 1.0, size=n)))
+    return vals, sizes
+
+
+@pytest.mark.parametrize("m", [0, 1, 2])
+def test_public_sizes_against_every_coalition_by_dense_conditioning(m):
+    """With public sizes the spreads scale with them: κ of each contribution is the max over
+    all coalitions of ≤ m others of the witness loss, computed by dense conditioning."""
+    rng = np.random.default_rng(21)
+    cls = MagnitudeClass(1.1, 1.0, 1.4)
+    vals, sizes = sized_cells(rng)
+    c = from_cells(vals, sizes)
+    cert = certify_cells(c, cls, m)
+    for cell in range(c.n_cells):
+        start, n = int(c.start[cell]), int(c.count[cell])
+        x, sz = c.value[start : start + n], c.size[start : start + n]
+        for i in range(n):
+            best = -math.inf
+            others = [j for j in range(n) if j != i]
+            for size in range(m + 1):
+                for coalition in itertools.combinations(others, size):
+                    if n - size <= 1:
+                        best = math.inf
+                        continue
+                    mu, sig = witness(x, coalition, i, cls, sz)
+                    rest = np.asarray([j for j in range(n) if j not in coalition])
+                    k = int(np.flatnonzero(rest == i)[0])
+                    best = max(best, dense_loss(x[rest], k, mu, sig))
+            want = cert.contributor_insider[start + i]
+            assert best == pytest.approx(want, rel=1e-8) or (math.isinf(best) and math.isinf(want))
+
+
+def test_public_sizes_make_kappa_independent_of_the_values():
+    rng = np.random.default_rng(8)
+    vals, sizes = sized_cells(rng, n_cells=30)
+    cls = MagnitudeClass(1.0, 2.0, 1.5)
+    a = certify_cells(from_cells(vals, sizes), cls, 1)
+    other = [list(rng.permutation(v) * 7.0) for v in vals]
+    b = certify_cells(from_cells(other, sizes), cls, 1)
+    np.testing.assert_array_equal(a.cell, b.cell)  # the suppression pattern cannot depend on x
+    found = audit_cells(from_cells(vals, sizes), cls, 1, draws=10, rng=1)
+    finite = np.isfinite(a.cell)
+    assert np.all(found[finite] <= a.cell[finite] * (1 + 1e-12))
+
+
+def test_size_column_is_summed_and_checked():
+    df = pl.DataFrame(
+        {"k": ["a"] * 4, "id": ["p", "p", "q", "r"], "v": [0.0, 0.0, 5.0, 1.0],
+         "emp": [3.0, 1.0, 2.0, 2.0]}
+    )  # fmt: skip
+    c = contributions(df, keys=["k"], value="v", unit="id", size="emp")
+    assert c.value.tolist() == [5.0, 1.0, 0.0] and c.size.tolist() == [2.0, 2.0, 4.0]
+    cert = certify_cells(c, MagnitudeClass(1.0), 0)
+    assert cert.cell[0] == pytest.approx(1.0 + math.log1p(16.0 / 8.0), rel=1e-12)
+    with pytest.raises(ValidationError, match=r"column 'emp', row 2: 0\.0 is not a size"):
+        contributions(
+            df.with_columns(pl.Series("emp", [1.0, 0.0, 1.0, 1.0])),
+            keys=["k"], value="v", unit="id", size="emp",
+        )  # fmt: skip

@@ -204,3 +204,34 @@ def test_display_shows_only_the_published_table():
     hidden = rel.cells.filter(pl.col("suppressed"))["total"].to_list()
     assert not any(f"{t:.6g}" in html for t in hidden)  # no suppressed total, even rounded
     assert rel.guarantee["kappa"] == 3.5 and rel.guarantee["exact"] is False
+
+
+def test_public_size_release_covers_the_pattern(tmp_path):
+    """--size: κ from the public sizes (a per-cell loop oracle on market values), the pattern
+    unchanged when the values change, and a certificate whose notes say the pattern is
+    covered; verify exit 0."""
+    df = pl.read_csv(GRUNFELD)
+    rel = release_magnitude(
+        GRUNFELD, keys="year", value="invest", unit="firm", size="market_value", target_kappa=2.7
+    )
+    for (year,), part in df.group_by(["year"]):
+        z = sorted(part["market_value"].to_list(), reverse=True)
+        want = 1 + math.log1p(z[0] ** 2 / sum(v * v for v in z[2:]))
+        got = rel.cells.filter(pl.col("year") == str(year))
+        assert got["kappa"][0] == pytest.approx(want, rel=1e-9)
+        assert got["suppressed"][0] == (want > 2.7)
+    shuffled = df.with_columns(pl.col("invest").shuffle(seed=1) * 3.0)
+    other = release_magnitude(
+        shuffled, keys="year", value="invest", unit="firm", size="market_value", target_kappa=2.7
+    )
+    assert other.cells["suppressed"].to_list() == rel.cells["suppressed"].to_list()
+    out = tmp_path / "sized"
+    res = run(
+        "release", "magnitude", GRUNFELD, "--keys", "year", "--value", "invest", "--unit",
+        "firm", "--size", "market_value", "--target-kappa", "2.7", "--out", out, "-q",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "certificate.json").read_text())
+    assert doc["claim"]["spec"]["mechanism"]["size"] == "market_value"
+    assert any(n.startswith("Covered: the pattern of suppressed cells") for n in doc["notes"])
+    assert run("verify", out / "certificate.json", "--published", out).exit_code == 0

@@ -11,6 +11,9 @@ columns are added, documented here:
   Union Oil; other: IBM, Goodyear, Diamond Match);
 * ``period`` — the five-year period of the year (``1935-1939`` … ``1950-1954``).
 
+``market_value`` is the data set's ``value``: the firm's market value at the end of the year
+(public, from stock prices), the public size of ``docs/magnitude.md`` §5.
+
 One row per firm and year: a firm has five rows in an industry × period cell, which the release
 sums into its contribution. Run from the repository root:
 ``python examples/data/make_magnitude.py``.
@@ -52,6 +55,7 @@ def grunfeld() -> pl.DataFrame:
         pl.format("{}-{}", start, start + 4).alias("period"),
         year.alias("year"),
         pl.col("invest").cast(pl.Float64),
+        pl.col("value").cast(pl.Float64).alias("market_value"),
     ).sort("firm", "year")
 
 

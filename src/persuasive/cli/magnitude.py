@@ -42,6 +42,9 @@ def magnitude_cmd(
     holding: Annotated[
         str | None, opt("--holding", "The holding of each unit: its units are one contributor.")
     ] = None,
+    size: Annotated[
+        str | None, opt("--size", "A public size of each row (> 0): spreads scale with it.")
+    ] = None,
     r1: Annotated[
         float, opt("--r1", "Receivers: squared error bound of the guessed total, r1 > 0.")
     ] = 1.0,
@@ -95,6 +98,7 @@ def magnitude_cmd(
             unit=unit,
             target_kappa=target,
             holding=holding,
+            size=size,
             insiders=m,
             r1=cls.r1,
             r2=cls.r2,

@@ -89,13 +89,16 @@ def class_member(
     spreads: ArrayLike,
     phi: ArrayLike | None = None,
     w: float | None = None,
+    sizes: ArrayLike | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """A prior of the class on the others: sds ``spreads·x`` (ratio ≤ γ checked), correlation
-    ``phi`` (c_Φ ≤ r2 checked; identity by default) and the mean with error ``w`` (default
-    √r1) on the learnt total and the worst z_i for that Σ."""
+    """A prior of the class on the others: sds ``spreads·x`` (``spreads·sizes`` with public
+    sizes; ratio ≤ γ checked), correlation ``phi`` (c_Φ ≤ r2 checked; identity by default)
+    and the mean with error ``w`` (default √r1) on the learnt total and the worst z_i for that
+    Σ."""
     x = np.asarray(values, dtype=float)
     rest = _rest(x.size, coalition, i)
     xr = x[rest]
+    scale = xr if sizes is None else np.asarray(sizes, dtype=float)[rest]
     s = np.asarray(spreads, dtype=float)
     if s.shape != xr.shape or np.any(s <= 0) or s.max() / s.min() > cls.gamma * (1 + 1e-12):
         raise ValidationError(f"spreads must be {xr.size} positive numbers within a factor γ")
@@ -103,7 +106,7 @@ def class_member(
     eig = np.linalg.eigvalsh(p)
     if eig[0] <= 0 or eig[-1] / eig[0] > cls.r2 * (1 + 1e-9) or np.any(np.diag(p) != 1.0):
         raise ValidationError("phi must be a correlation matrix with condition number ≤ r2")
-    sd = s * xr
+    sd = s * scale
     sig = p * np.outer(sd, sd)
     w = math.sqrt(cls.r1) if w is None else v.real("w", w)
     if w * w > cls.r1 * (1 + 1e-12):
@@ -112,14 +115,18 @@ def class_member(
 
 
 def witness(
-    values: ArrayLike, coalition: Sequence[int], i: int, cls: MagnitudeClass
+    values: ArrayLike,
+    coalition: Sequence[int],
+    i: int,
+    cls: MagnitudeClass,
+    sizes: ArrayLike | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The sharp witness (``docs/magnitude.md`` §2): Φ = I, spread γ on ``i`` and 1 on the
     others, w² = r1 and z_i = w/ρ_i. Its loss is the certificate when r2 = 1."""
     x = np.asarray(values, dtype=float)
     rest = _rest(x.size, coalition, i)
     s = np.where(rest == i, cls.gamma, 1.0)
-    return class_member(x, coalition, i, cls, spreads=s)
+    return class_member(x, coalition, i, cls, spreads=s, sizes=sizes)
 
 
 def _random_phi(n: int, r2: float, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -159,12 +166,16 @@ def audit_cells(
     count = c.count
     for cell in np.flatnonzero((count >= 1) & (count <= max_size)):
         x = c.of_cell(int(cell))
+        start = int(c.start[cell])
+        sizes = None if c.size is None else c.size[start : start + x.size]
+        by = np.argsort(-(x if sizes is None else sizes), kind="stable")
+        i = int(by[0])  # the largest (by the spreads' scale), against its m largest others
         best = -math.inf
-        for coalition in ([], list(range(1, min(m, x.size - 1) + 1))):
+        for coalition in ([], [int(j) for j in by[1 : min(m, x.size - 1) + 1]]):
             if x.size - len(coalition) <= 1:
                 best = math.inf
                 continue
-            best = max(best, loss(x, coalition, 0, *witness(x, coalition, 0, cls)))
+            best = max(best, loss(x, coalition, i, *witness(x, coalition, i, cls, sizes)))
             n_rest = x.size - len(coalition)
             for _ in range(draws):
                 s = gen.uniform(1.0, cls.gamma, size=n_rest)
@@ -172,7 +183,7 @@ def audit_cells(
                 w = math.sqrt(cls.r1) * gen.uniform(-1.0, 1.0)
                 if abs(w) < 1e-9:
                     continue
-                mu, sig = class_member(x, coalition, 0, cls, spreads=s, phi=phi, w=w)
-                best = max(best, loss(x, coalition, 0, mu, sig))
+                mu, sig = class_member(x, coalition, i, cls, spreads=s, phi=phi, w=w, sizes=sizes)
+                best = max(best, loss(x, coalition, i, mu, sig))
         out[cell] = best
     return out

@@ -113,8 +113,8 @@ class MagnitudeCertificate:
     cell_by_size : ndarray, shape (n_cells, m + 1)
         ``[c, k]``: the cell's κ against the worst coalition of exactly up to k insiders.
     worst : ndarray of int64
-        The index (into the contributors) of each cell's worst contribution (its largest),
-        -1 for a cell with no contributor.
+        The index (into the contributors) of each cell's worst contribution (its largest, by
+        value or by the public size), -1 for a cell with no contributor.
     """
 
     cls: MagnitudeClass
@@ -162,13 +162,21 @@ def certify_cells(c: Contributions, cls: MagnitudeClass, insiders: int = 1) -> M
     ([3.3026, inf], [False, True])
     """
     m = v.integer("insiders", insiders, low=0)
-    q = c.value**2
-    rank = c.rank
     n_cells = c.n_cells
     count = c.count
+    # the spreads scale with c.scale (the value, or a public size): rank by it within cells
+    order = np.arange(c.cell.size) if c.size is None else np.lexsort((-c.scale, c.cell)).astype(int)
+    cell = c.cell[order]
+    q = c.scale[order] ** 2
+    rank = np.arange(cell.size, dtype=np.int64) - c.start[cell]
+
+    def back(x: NDArray[np.float64]) -> NDArray[np.float64]:  # sorted order -> c's order
+        out = np.empty_like(x)
+        out[order] = x
+        return out
 
     def segment(w: NDArray[np.float64]) -> NDArray[np.float64]:  # Σ of w per cell
-        return np.asarray(np.bincount(c.cell, weights=w, minlength=n_cells), dtype=np.float64)
+        return np.asarray(np.bincount(cell, weights=w, minlength=n_cells), dtype=np.float64)
 
     def tail(k: int) -> NDArray[np.float64]:  # Σ_{rank ≥ k} q per cell
         return segment(np.where(rank >= k, q, 0.0))
@@ -176,7 +184,7 @@ def certify_cells(c: Contributions, cls: MagnitudeClass, insiders: int = 1) -> M
     def at(k: int) -> NDArray[np.float64]:  # q of rank k per cell (0 if none)
         return segment(np.where(rank == k, q, 0.0))
 
-    n_of = count[c.cell]
+    n_of = count[cell]
     by_size = np.zeros((n_cells, m + 1))
     top = at(0)
     for k in range(m + 1):  # m + 1 segment sums; m is small (a coalition size)
@@ -186,13 +194,13 @@ def certify_cells(c: Contributions, cls: MagnitudeClass, insiders: int = 1) -> M
     def per_contributor(k: int) -> NDArray[np.float64]:
         # the worst coalition of ≤ k others: the k largest others. Inside the top k + 1 the
         # rest is Σ_{rank ≥ k+1}; below, it is q_(k) + Σ_{rank ≥ k+1} − q_i (≥ q_(k) ≥ q_i).
-        t = tail(k + 1)[c.cell]
-        rest = np.where(rank <= k, t, at(k)[c.cell] + np.maximum(t - q, 0.0))
-        return kappa_of_ratio(cls, _ratio(q, rest, n_of))
+        t = tail(k + 1)[cell]
+        rest = np.where(rank <= k, t, at(k)[cell] + np.maximum(t - q, 0.0))
+        return back(kappa_of_ratio(cls, _ratio(q, rest, n_of)))
 
     worst = np.full(n_cells, -1, dtype=np.int64)
     firsts = np.flatnonzero(rank == 0)
-    worst[c.cell[firsts]] = firsts
+    worst[cell[firsts]] = order[firsts]
     return MagnitudeCertificate(
         cls=cls,
         insiders=m,

@@ -45,6 +45,9 @@ class Contributions:
         Each contributor's name: its unit id, or ``holding <name>`` for a holding.
     units : ndarray of int64
         How many units each contributor sums (1 unless it is a holding).
+    size : ndarray of float64 or None
+        Each contributor's public size (the sum of its rows' sizes), when a size column was
+        given: the Receivers' spreads scale with it instead of the value.
     """
 
     cells: pl.DataFrame
@@ -52,6 +55,12 @@ class Contributions:
     value: NDArray[np.float64]
     label: tuple[str, ...]
     units: NDArray[np.int64]
+    size: NDArray[np.float64] | None = None
+
+    @property
+    def scale(self) -> NDArray[np.float64]:
+        """What the Receivers' prior spreads scale with: the size if given, else the value."""
+        return self.value if self.size is None else self.size
 
     @property
     def n_cells(self) -> int:
@@ -99,6 +108,7 @@ def contributions(
     value: str,
     unit: str,
     holding: str | None = None,
+    size: str | None = None,
 ) -> Contributions:
     """The contributors of each cell (see the module docstring).
 
@@ -115,6 +125,10 @@ def contributions(
         The unit id column.
     holding : str, optional
         The holding (enterprise group) of each unit; missing for a unit in no holding.
+    size : str, optional
+        A public size of each row's contribution (> 0, e.g. its employees): the Receivers'
+        spreads scale with a contributor's size (the sum over its rows) instead of its value
+        (``docs/magnitude.md`` §5). Contributors of value 0 then count.
 
     Returns
     -------
@@ -133,40 +147,29 @@ def contributions(
     keys = list(keys)
     if not keys:
         raise ValidationError("keys must name at least one classification column; got none")
-    used = [*keys, value, unit, *([holding] if holding else [])]
+    used = [*keys, value, unit, *([holding] if holding else []), *([size] if size else [])]
     if len(set(used)) != len(used):
-        raise ValidationError(f"keys, value, unit and holding must be distinct columns; got {used}")
+        raise ValidationError(
+            f"keys, value, unit, holding and size must be distinct columns; got {used}"
+        )
     for name in keys:
         _column(lf, name, "key")
     _column(lf, value, "value")
     _column(lf, unit, "unit")
     if holding:
         _column(lf, holding, "holding")
-    dtype = lf.collect_schema()[value]
-    if dtype == pl.String:  # a CSV file's text: parsed once, a non-number named
-        parsed = pl.col(value).str.strip_chars().cast(pl.Float64, strict=False)
-        bad = (
-            lf.with_row_index("__row")
-            .filter(pl.col(value).is_not_null() & parsed.is_null())
-            .head(1)
-            .collect()
-        )
-        if bad.height:
-            raise ValidationError(
-                f"column {value!r}, row {int(bad['__row'][0]) + 1}: {echo(bad[value][0])} is "
-                "not a number; a contribution must be a number ≥ 0"
-            )
-    elif not dtype.is_numeric():
-        raise ValidationError(f"value column {value!r} must be numeric; got type {dtype}")
-    else:
-        parsed = pl.col(value).cast(pl.Float64)
+    if size:
+        _column(lf, size, "size")
     df = lf.select(
         *[pl.col(k) for k in keys],
-        parsed.alias(value),
+        _parsed(lf, value, "value").alias(value),
         pl.col(unit).cast(pl.String).alias(unit),
         (pl.col(holding).cast(pl.String) if holding else pl.lit(None, pl.String)).alias("__h"),
+        (_parsed(lf, size, "size") if size else pl.lit(1.0)).alias("__s"),
     ).collect()
     _check_rows(df, keys, value, unit)
+    if size:
+        _check_size(df, size)
     if holding:
         per_unit = df.group_by(unit).agg(pl.col("__h").n_unique().alias("n"))
         bad = per_unit.filter(pl.col("n") > 1)
@@ -186,8 +189,12 @@ def contributions(
     grouped = (
         df.join(cells, on=keys, how="left", nulls_equal=True)
         .group_by(_CELL, _CID)
-        .agg(pl.col(value).sum().alias("v"), pl.col(unit).n_unique().alias("u"))
-        .filter(pl.col("v") > 0)
+        .agg(
+            pl.col(value).sum().alias("v"),
+            pl.col(unit).n_unique().alias("u"),
+            pl.col("__s").sum().alias("s"),
+        )
+        .filter(pl.col("v") > 0 if not size else pl.lit(True))
         .sort([_CELL, "v", _CID], descending=[False, True, False])
     )
     return Contributions(
@@ -196,7 +203,40 @@ def contributions(
         value=grouped["v"].to_numpy().astype(np.float64),
         label=tuple(grouped[_CID].to_list()),
         units=grouped["u"].to_numpy().astype(np.int64),
+        size=grouped["s"].to_numpy().astype(np.float64) if size else None,
     )
+
+
+def _parsed(lf: pl.LazyFrame, column: str, role: str) -> pl.Expr:
+    """A numeric column as Float64; a CSV file's text parsed once, a non-number named."""
+    dtype = lf.collect_schema()[column]
+    if dtype == pl.String:
+        parsed = pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+        bad = (
+            lf.with_row_index("__row")
+            .filter(pl.col(column).is_not_null() & parsed.is_null())
+            .head(1)
+            .collect()
+        )
+        if bad.height:
+            raise ValidationError(
+                f"column {column!r}, row {int(bad['__row'][0]) + 1}: {echo(bad[column][0])} is "
+                f"not a number; a {role} must be a number"
+            )
+        return parsed
+    if not dtype.is_numeric():
+        raise ValidationError(f"{role} column {column!r} must be numeric; got type {dtype}")
+    return pl.col(column).cast(pl.Float64)
+
+
+def _check_size(df: pl.DataFrame, size: str) -> None:
+    s = pl.col("__s")
+    bad = df.with_row_index("__row").filter(s.is_null() | ~s.is_finite() | (s <= 0))
+    if bad.height:
+        raise ValidationError(
+            f"column {size!r}, row {int(bad['__row'][0]) + 1}: {echo(bad['__s'][0])} is not a "
+            "size; a public size must be a finite number > 0"
+        )
 
 
 def _check_rows(df: pl.DataFrame, keys: list[str], value: str, unit: str) -> None:
@@ -218,27 +258,36 @@ def _check_rows(df: pl.DataFrame, keys: list[str], value: str, unit: str) -> Non
             raise ValidationError(f"column {col!r}, row {row}: {echo(bad[col][0])} {why}")
 
 
-def from_cells(values: Sequence[Sequence[float]]) -> Contributions:
-    """Contributions of cells given directly as lists of contributor values (tests, examples);
-    cell ``c`` is keyed ``cell = c``.
+def from_cells(
+    values: Sequence[Sequence[float]], sizes: Sequence[Sequence[float]] | None = None
+) -> Contributions:
+    """Contributions of cells given directly as lists of contributor values (and public sizes)
+    (tests, examples); cell ``c`` is keyed ``cell = c``.
 
     >>> from_cells([[1.0, 4.0], [2.0]]).value.tolist()
     [4.0, 1.0, 2.0]
     """
-    cell, val, lab = [], [], []
+    cell, val, lab, siz = [], [], [], []
     for c, vs in enumerate(values):
         arr = np.asarray(vs, dtype=float)
         if np.any(~np.isfinite(arr)) or np.any(arr < 0):
             raise ValidationError(f"values of cell {c} must be finite and ≥ 0; got {echo(vs)}")
+        sz = None if sizes is None else np.asarray(sizes[c], dtype=float)
+        if sz is not None and (
+            sz.shape != arr.shape or np.any(~(sz > 0)) or np.any(~np.isfinite(sz))
+        ):
+            raise ValidationError(f"sizes of cell {c} must be finite, > 0, one per value")
         order = np.argsort(-arr, kind="stable")
-        keep = [int(j) for j in order if arr[j] > 0]
+        keep = [int(j) for j in order if arr[j] > 0 or sz is not None]
         cell += [c] * len(keep)
         val += [float(arr[j]) for j in keep]
         lab += [f"c{c}u{j}" for j in keep]
+        siz += [] if sz is None else [float(sz[j]) for j in keep]
     return Contributions(
         cells=pl.DataFrame({"cell": list(range(len(values)))}),
         cell=np.asarray(cell, dtype=np.int64),
         value=np.asarray(val, dtype=np.float64),
         label=tuple(lab),
         units=np.ones(len(val), dtype=np.int64),
+        size=None if sizes is None else np.asarray(siz, dtype=np.float64),
     )

@@ -3,7 +3,7 @@ r"""The certificate of a magnitude table released by the PP sensitivity rule.
 Claim::
 
     {"spec": {"mechanism": {"type": "magnitude_suppression", "keys": [...], "value": "...",
-                            "unit": "...", "holding": "..." or null,
+                            "unit": "...", "holding": "..." or null, "size": "..." or null,
                             "rule": "suppress every cell whose certified kappa exceeds the target"},
               "definition": {"kind": "pp", "kappa": K, "delta": 0,
                              "scores": [{"type": "marginal_dss"}],
@@ -38,7 +38,7 @@ __all__ = ["BASIS", "KIND", "MagnitudeParams", "magnitude_sentence"]
 
 BASIS = "Magnitude tables (this library's extension of Prop 7, Bon et al. 2026; docs/magnitude.md)"
 
-#: What the certificate does not cover (``docs/magnitude.md`` §2), stated in its notes.
+#: What the certificate covers and does not (``docs/magnitude.md`` §2, §5), in its notes.
 NOTES = (
     "Each published total is certified on its own: the Receivers' priors are independent "
     "across cells.",
@@ -46,6 +46,15 @@ NOTES = (
     "suppress depends on the contributions, as for the p% and dominance rules).",
     "The per-cell κ were computed from the contributions, which the certificate does not "
     "hold; verify checks the claim and the publication, not the contributions.",
+)
+#: The notes when the spreads scale with a public size column.
+SIZE_NOTES = (
+    NOTES[0],
+    "Covered: the pattern of suppressed cells. Each cell's κ depends only on the public sizes "
+    "of its contributors (and on which units are in which cell, taken as public), so the "
+    "decision to suppress reveals nothing about the values.",
+    "The per-cell κ were computed from the public sizes, which the certificate does not hold; "
+    "verify checks the claim and the publication.",
 )
 
 
@@ -62,6 +71,7 @@ class MagnitudeParams:
     gamma: float
     insiders: int
     target_kappa: float
+    size: str | None = None
 
     def __post_init__(self) -> None:
         from persuasive.magnitude.certificate import MagnitudeClass
@@ -89,6 +99,13 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
     )
     holding = f" (the units of one “{p.holding}” counting as one contributor)" if p.holding else ""
     sds = plural_sd(math.sqrt(p.r1))
+    scale = "size" if p.size is None else f"public size “{p.size}”"
+    pattern = (
+        "What the pattern of suppressed cells reveals is not covered."
+        if p.size is None
+        else "The cells were chosen from the public sizes only, so the pattern of suppressed "
+        "cells reveals nothing more."
+    )
     corr = (
         "independent"
         if p.r2 == 1.0
@@ -99,15 +116,15 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         f"suppressed whose certified κ exceeds {num(p.target_kappa)}, protects each contributor"
         f"{holding} of a published cell against {who}, whose Gaussian prior on the others' "
         f"values guesses the total they learn to within {sds}, is {corr}, and is uncertain "
-        f"about each contribution in proportion to its size (up to a factor {num(p.gamma)} "
-        "between contributors). Such a Receiver's "
+        f"about each contribution in proportion to its {scale} (up to a factor "
+        f"{num(p.gamma)} between contributors). Such a Receiver's "
         "Dawid–Sebastiani score of any one contribution improves by at most "
         f"κ = {kappa_text(p.target_kappa)} nats: "
         + unit_line(
             p.target_kappa, what="that contribution", density=True, believed="such a Receiver"
         )
-        + ". What the pattern of suppressed cells reveals is not covered. Proof: this library's "
-        "extension of Bon et al. 2026, Proposition 7, to magnitude tables."
+        + f". {pattern} Proof: this library's extension of Bon et al. 2026, Proposition 7, to "
+        "magnitude tables."
     )
 
 
@@ -129,6 +146,7 @@ class MagnitudeKind:
         "spec.mechanism.value",
         "spec.mechanism.unit",
         "spec.mechanism.holding",
+        "spec.mechanism.size",
         "spec.definition.priors",
         "target_kappa",
     )
@@ -150,6 +168,7 @@ class MagnitudeKind:
             gamma=number(doc, f"{priors}.gamma") or 0.0,
             insiders=need(doc, f"{priors}.insiders", int),
             target_kappa=number(doc, "claim.target_kappa") or 0.0,
+            size=need(doc, f"{mech}.size", str, optional=True),
         )
 
     def claim(self, p: MagnitudeParams) -> dict[str, Any]:
@@ -161,6 +180,7 @@ class MagnitudeKind:
                     "value": p.value,
                     "unit": p.unit,
                     "holding": p.holding,
+                    "size": p.size,
                     "rule": "suppress every cell whose certified kappa exceeds the target",
                 },
                 "definition": {
@@ -190,7 +210,7 @@ class MagnitudeKind:
                 "basis": BASIS,
                 "statement": magnitude_sentence(p),
             },
-            notes=list(NOTES),
+            notes=list(NOTES if p.size is None else SIZE_NOTES),
         )
 
     def read_publication(self, p: MagnitudeParams, files: Mapping[str, Path]) -> Publication:

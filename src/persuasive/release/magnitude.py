@@ -27,7 +27,7 @@ from persuasive.files.sources import Source
 from persuasive.magnitude.certificate import MagnitudeCertificate, MagnitudeClass, certify_cells
 from persuasive.magnitude.contributors import Contributions, contributions
 from persuasive.magnitude.kind import MagnitudeParams
-from persuasive.magnitude.rules import ACRO_K, ACRO_N, ACRO_P, nk_dominance, p_percent
+from persuasive.magnitude.rules import ACRO_K, ACRO_N, ACRO_P, nk_dominance, p_percent, top_sum
 from persuasive.release import display
 
 __all__ = ["MARGINS_REFUSAL", "MagnitudeRelease", "release_magnitude"]
@@ -126,6 +126,7 @@ def release_magnitude(
     unit: str,
     target_kappa: float,
     holding: str | None = None,
+    size: str | None = None,
     insiders: int = 1,
     r1: float = 1.0,
     r2: float = 1.0,
@@ -151,6 +152,10 @@ def release_magnitude(
         The PP sensitivity rule's threshold K ≥ 0 (nats).
     holding : str, optional
         The enterprise group of each unit (missing: none): one contributor, one coalition.
+    size : str, optional
+        A public size of each row's contribution (> 0): the Receivers' spreads scale with it
+        instead of the value, so κ and the suppression pattern depend only on public sizes and
+        the pattern is covered too (``docs/magnitude.md`` §5).
     insiders : int
         m ≥ 0: protect against coalitions of up to m contributors who know their own values.
     r1, r2, gamma : float
@@ -196,19 +201,20 @@ def release_magnitude(
         gamma=cls.gamma,
         insiders=m,
         target_kappa=target,
+        size=size,
     )
     if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
         from persuasive.files.reading import scan
 
-        text = [*key_list, value, unit, *([holding] if holding else [])]
+        text = [*key_list, value, unit, *(c for c in (holding, size) if c)]
         lf = scan(frame, text=text)
     else:
         lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
-    c = contributions(lf, keys=key_list, value=value, unit=unit, holding=holding)
+    c = contributions(lf, keys=key_list, value=value, unit=unit, holding=holding, size=size)
     cert = certify_cells(c, cls, m)
     suppressed = cert.cell > target
     total = c.total
-    first = np.where(cert.worst >= 0, c.value[np.maximum(cert.worst, 0)], 0.0)
+    first = top_sum(c, 1)  # the largest value (dominance), whatever the spreads scale with
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.where(total > 0, first / np.where(total > 0, total, 1.0), 0.0)
     flags_p = p_percent(c, p)
