@@ -15,8 +15,9 @@ the joint publication, provided that
 This module checks both (:func:`check_linked`, one ``ValidationError`` naming the tables and
 what to publish instead) and derives each table's Receiver from the cover table's
 (:func:`derived_receiver`: a sum of :math:`m_k` independent Poisson(μ) cells is Poisson(m_k μ)).
-It is used by the release (:mod:`persuasive.release.linked`) and by ``verify``
-(:mod:`persuasive.release.linked_output`) alike.
+It also holds the linked claim (:class:`LinkedParams`, :func:`linked_claim`, :func:`parameters`
+reading a stated claim back). It is used by the release (:mod:`persuasive.release.linked`) and
+by ``verify`` (:mod:`persuasive.release.linked_output`) alike.
 """
 
 from __future__ import annotations
@@ -32,13 +33,17 @@ from persuasive.errors import ValidationError
 
 __all__ = [
     "Link",
+    "LinkedParams",
     "LinkedSpec",
     "cells_per_cell",
     "check_cover_receiver",
     "check_linked",
     "cycle",
     "derived_receiver",
+    "linked_claim",
     "linked_spec",
+    "parameters",
+    "params_of",
 ]
 
 #: Why the negative-binomial Receiver is refused for linked tables (docs/linked.md).
@@ -272,3 +277,70 @@ def derived_receiver(receiver: Any, m: int) -> Any:
     from persuasive.classes.receivers import PoissonReceiver
 
     return PoissonReceiver(m * receiver.mean_min, m * receiver.mean_max)
+
+
+# ------------------------------------------------------------------------------ the claim
+
+
+@dataclass(frozen=True)
+class LinkedParams:
+    """The parameters of a linked claim."""
+
+    spec: LinkedSpec
+    receiver: Any
+    h: int
+    r: int
+    count: str
+    target_kappa: float | None
+
+
+def params_of(rel: Any) -> LinkedParams:
+    return LinkedParams(rel.spec, rel.receiver, rel.h, rel.r, rel.count, rel.target_kappa)
+
+
+def linked_claim(p: LinkedParams) -> dict[str, Any]:
+    d = p.receiver.describe()
+    from persuasive.report.certificate import canonical
+
+    return canonical(
+        {
+            "receiver": d,
+            "class": (
+                f"cover table cells independent, each Poisson with one common mean in "
+                f"[{d['mean_min']!r}, {d['mean_max']!r}]"
+            ),
+            "h": int(p.h),
+            "r": int(p.r),
+            "count": p.count,
+            "target_kappa": p.target_kappa,
+            "tables": [
+                {"name": n, "keys": list(ks), "margins": list(p.spec.margin_names(k))}
+                for k, (n, ks) in enumerate(zip(p.spec.names, p.spec.keys, strict=True))
+            ],
+        }
+    )
+
+
+def parameters(claim: Mapping[str, Any]) -> LinkedParams:
+    """The parameters of a stated claim (a ValidationError naming the field)."""
+    from persuasive.classes.receivers import receiver_from_dict
+    from persuasive.report.kinds import need, number
+
+    doc = {"claim": claim}
+    tables = need(doc, "claim.tables", list)
+    for i in range(len(tables)):
+        need(doc, f"claim.tables.{i}.keys", list)
+        need(doc, f"claim.tables.{i}.margins", list)
+        need(doc, f"claim.tables.{i}.name", str)
+    spec = linked_spec(
+        [t["keys"] for t in tables], [t["margins"] for t in tables], [t["name"] for t in tables]
+    )
+    receiver = check_cover_receiver(receiver_from_dict(need(doc, "claim.receiver", dict)))
+    return LinkedParams(
+        spec,
+        receiver,
+        need(doc, "claim.h", int),
+        need(doc, "claim.r", int),
+        need(doc, "claim.count", str),
+        number(doc, "claim.target_kappa", optional=True),
+    )

@@ -22,7 +22,6 @@ for the joint publication.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,18 +29,17 @@ import polars as pl
 
 from persuasive.errors import PersuasiveError, ValidationError
 from persuasive.release.linked_check import (
-    LinkedSpec,
+    LinkedParams,
     cells_per_cell,
-    check_cover_receiver,
     derived_receiver,
-    linked_spec,
+    linked_claim,
+    parameters,
+    params_of,
 )
 from persuasive.report import certificate as cd
 
 __all__ = [
-    "LinkedParams",
     "guarantee_of",
-    "linked_claim",
     "linked_document",
     "publish_linked",
     "verify_linked",
@@ -68,68 +66,6 @@ NOTES = (
     "The guarantee covers the cells of the published tables; a combination of the cover table "
     "is not a published cell and is not claimed.",
 )
-
-
-@dataclass(frozen=True)
-class LinkedParams:
-    """The parameters of a linked claim."""
-
-    spec: LinkedSpec
-    receiver: Any
-    h: int
-    r: int
-    count: str
-    target_kappa: float | None
-
-
-def params_of(rel: Any) -> LinkedParams:
-    return LinkedParams(rel.spec, rel.receiver, rel.h, rel.r, rel.count, rel.target_kappa)
-
-
-def linked_claim(p: LinkedParams) -> dict[str, Any]:
-    d = p.receiver.describe()
-    return cd.canonical(
-        {
-            "receiver": d,
-            "class": (
-                f"cover table cells independent, each Poisson with one common mean in "
-                f"[{d['mean_min']!r}, {d['mean_max']!r}]"
-            ),
-            "h": int(p.h),
-            "r": int(p.r),
-            "count": p.count,
-            "target_kappa": p.target_kappa,
-            "tables": [
-                {"name": n, "keys": list(ks), "margins": list(p.spec.margin_names(k))}
-                for k, (n, ks) in enumerate(zip(p.spec.names, p.spec.keys, strict=True))
-            ],
-        }
-    )
-
-
-def parameters(claim: Mapping[str, Any]) -> LinkedParams:
-    """The parameters of a stated claim (a ValidationError naming the field)."""
-    from persuasive.classes.receivers import receiver_from_dict
-    from persuasive.report.kinds import need, number
-
-    doc = {"claim": claim}
-    tables = need(doc, "claim.tables", list)
-    for i in range(len(tables)):
-        need(doc, f"claim.tables.{i}.keys", list)
-        need(doc, f"claim.tables.{i}.margins", list)
-        need(doc, f"claim.tables.{i}.name", str)
-    spec = linked_spec(
-        [t["keys"] for t in tables], [t["margins"] for t in tables], [t["name"] for t in tables]
-    )
-    receiver = check_cover_receiver(receiver_from_dict(need(doc, "claim.receiver", dict)))
-    return LinkedParams(
-        spec,
-        receiver,
-        need(doc, "claim.h", int),
-        need(doc, "claim.r", int),
-        need(doc, "claim.count", str),
-        number(doc, "claim.target_kappa", optional=True),
-    )
 
 
 def guarantee_of(p: Any, table_guarantees: list[Mapping[str, Any]]) -> dict[str, Any]:
@@ -180,6 +116,9 @@ def _levels(p: LinkedParams, released: list[pl.DataFrame], problems: list[str]) 
     seen: dict[str, tuple[str, set[str]]] = {}
     for name, ks, frame in zip(p.spec.names, p.spec.keys, released, strict=True):
         for v in ks:
+            if v not in frame.columns:
+                problems.append(f"publication: table '{name}' has no column {v!r}")
+                continue
             labels = set(frame.get_column(v).drop_nulls().to_list())
             if v in seen and seen[v][1] != labels:
                 problems.append(
@@ -187,7 +126,7 @@ def _levels(p: LinkedParams, released: list[pl.DataFrame], problems: list[str]) 
                     f"{len(seen[v][1])} in table '{seen[v][0]}': linked tables show the same levels"
                 )
             seen.setdefault(v, (name, labels))
-    return {v: len(seen[v][1]) for v in p.spec.variables}
+    return {v: len(seen[v][1]) if v in seen else 0 for v in p.spec.variables}
 
 
 def _shared(margins: pl.DataFrame, name: str, shared: tuple[str, ...]) -> list[list[Any]]:
@@ -267,8 +206,18 @@ def linked_document(
     shared = []
     for link in p.spec.links:
         a, b = link.first, link.second
-        totals = [_shared(margins[t], link.margins[i], link.shared) for i, t in enumerate((a, b))]
         names = (p.spec.names[a], p.spec.names[b])
+        try:
+            totals = [
+                _shared(margins[t], link.margins[i], link.shared) for i, t in enumerate((a, b))
+            ]
+        except pl.exceptions.PolarsError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            problems.append(
+                f"publication: the totals '{names[0]}' and '{names[1]}' share cannot be read "
+                f"from their margins files: {first}"
+            )
+            totals = [[], []]
         if totals[0] != totals[1]:
             problems.append(
                 f"publication: the totals over {'+'.join(link.shared) or 'total'} published by "
