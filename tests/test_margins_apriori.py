@@ -329,3 +329,73 @@ def _disclosure(t, rec):
             vals.append(-law.logpmf(x) + math.log(_box_mass(law, int(a), int(b))))
         out.append(max(vals))
     return np.array(out)
+
+
+@pytest.mark.parametrize(
+    "law", [stats.poisson(3.0), stats.poisson(500.0), stats.nbinom(0.5, 0.5 / 40.5)]
+)
+def test_log_box_mass_against_a_direct_sum(law) -> None:
+    from scipy.special import logsumexp
+
+    from persuasive.margins.apriori import log_box_mass
+
+    boxes = [(0, 2), (2, 9), (480, 520), (0, 6000), (3, 7000), (450, NO_UPPER), (0, NO_UPPER)]
+    lo = np.array([a for a, _ in boxes])
+    up = np.array([b for _, b in boxes])
+    got = log_box_mass(
+        lambda v, _r: law.logpmf(v),
+        lambda v, _r: law.logcdf(v),
+        lambda v, _r: law.logsf(v),
+        lo,
+        up,
+    )
+    for k, (a, b) in enumerate(boxes):
+        top = 200_000 if b == NO_UPPER else b
+        want = min(0.0, float(logsumexp(law.logpmf(np.arange(a, top + 1)))))
+        assert got[k] >= want - 1e-9, (a, b)  # never below: B and kappa err upwards
+        if want > -700.0:  # exact away from the underflow of the tail functions
+            assert got[k] == pytest.approx(want, abs=1e-9), (a, b)
+
+
+def test_prop8_with_boxes_is_the_conditioned_mass_at_the_top_of_the_range() -> None:
+    """No margin: a primary cell's loss is -log P(X < h | box) under its own prior, largest at
+    mu_max (checked on a grid of means)."""
+    x = np.array([[0, 1, 5], [2, 7, 1]])
+    lo = np.array([[0, 1, 0], [1, 0, 0]])
+    up = np.array([[4, NO_UPPER, NO_UPPER], [2, NO_UPPER, 1]])
+    t = MarginTable(x, h=H, margins=(), lower=lo, upper=up)
+    rec = PoissonReceiver(1.0, 6.0)
+    w = worst_case_losses(t, rec)
+    for cell in zip(*np.nonzero(t.suppressed), strict=True):
+        a, b = int(lo[cell]), int(up[cell])
+        vals = []
+        for mu in np.linspace(1.0, 6.0, 51):
+            law = stats.poisson(mu)
+            vals.append(-math.log(_box_mass(law, a, min(b, H - 1)) / _box_mass(law, a, b)))
+        assert max(vals) == pytest.approx(vals[-1], abs=1e-12)
+        assert w.kappa_upper[cell] == pytest.approx(vals[-1], rel=1e-9, abs=1e-12)
+        assert w.kappa_published[cell] == pytest.approx(vals[-1], rel=1e-9, abs=1e-12)
+
+
+def test_one_fixed_prior_audit_with_boxes_against_enumeration() -> None:
+    """planning.audit with one IndependentCellsPrior: -log q_i(x_i | box) + log Pi(x_i)."""
+    from persuasive.margins.planning import audit
+    from persuasive.priors.cells import IndependentCellsPrior
+
+    lo, up = np.zeros((3, 3), np.int64), np.full((3, 3), NO_UPPER, np.int64)
+    lo[0, 1], up[0, 0], up[1, 0] = 1, 1, 2
+    t = MarginTable(TABLE, h=H, margins="rows,cols", lower=lo, upper=up)
+    mus = np.linspace(0.8, 4.0, 9)
+    prior = IndependentCellsPrior([stats.poisson(m) for m in mus])
+    w = audit(t, prior, H)
+    cells, fibre = _fibre(t)
+    post = _posterior(t, fibre, lambda c: stats.poisson(mus[c]))
+    x = t.counts.ravel()
+    for k, c in enumerate(cells):
+        if x[c] >= H:
+            continue
+        law = stats.poisson(mus[c])
+        pv = post[fibre[:, k] == x[c]].sum()
+        want = -law.logpmf(x[c]) + math.log(_box_mass(law, int(lo.ravel()[c]), int(up.ravel()[c])))
+        want += math.log(pv)
+        assert w.kappa_upper.ravel()[c] == pytest.approx(want, rel=1e-9, abs=1e-12)
