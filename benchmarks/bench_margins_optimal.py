@@ -2,14 +2,17 @@
 
 Tables as in ``bench_planner.py``: Poisson(12) counts with a share of cells replaced by small
 counts 0..h-1 (fixed seed), h = 3, row and column totals published, Receiver model
-PoissonReceiver(1, 10) (B(0) = 10, B(1) = 7.70, B(2) = 6.09), objective ``count``. Printed per
-table: the proven lower bound (the planner's covering bound), then for the greedy
-(``method="greedy"``) and the program (``optimal_pattern``, within ``--time-limit``): secondary
-cells, whether certified, time, and for the program its status, solves, cuts and the bound
-HiGHS proved for every certified pattern.
+PoissonReceiver(1, 10) (B(0) = 10, B(1) = 7.70, B(2) = 6.09), objective ``count``; with
+``--fair`` also Fair's religious x occupation table of ``docs/margins_release.md`` (h = 10,
+negative binomial 1:40 size 1, kappa 4.5, bound publication). Printed per table and method
+(``plan_suppression(method="greedy")`` and ``method="mip"``, within ``--time-limit``, what
+``release table --margins --method mip`` runs): secondary cells, the proven lower bound (the
+planner's covering bound), the gap (absolute and relative), certified, optimal, wall clock, and
+for the MIP its outcome (status, solves, cuts, HiGHS' bound) and which method's pattern was
+kept.
 
     python benchmarks/bench_margins_optimal.py [--sizes 30x20,100x100] [--shares 0.01,0.05]
-                                               [--kappa 7.0] [--time-limit 60]
+                                               [--kappa 7.0] [--time-limit 60] [--fair]
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import numpy as np
 
 from persuasive.classes.receivers import PoissonReceiver
 from persuasive.margins import InfeasiblePlanError, MarginTable, plan_suppression
-from persuasive.margins.optimal import optimal_pattern
 
 
 def make_table(d1: int, d2: int, share: float, seed: int = 2026) -> MarginTable:
@@ -32,6 +34,45 @@ def make_table(d1: int, d2: int, share: float, seed: int = 2026) -> MarginTable:
     return MarginTable(counts, h=3, margins="rows,cols")
 
 
+def fair() -> tuple[MarginTable, object, float, str]:
+    """The Fair table of ``docs/margins_release.md`` (from ``examples/data``)."""
+    from pathlib import Path
+
+    import polars as pl
+
+    from persuasive.classes.receivers import NegativeBinomialReceiver
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "data" / "fair_crosstab.csv"
+    t = MarginTable.from_frame(
+        pl.read_csv(path), keys=("religious", "occupation"), count="n", h=10, margins="rows,cols"
+    )
+    return t, NegativeBinomialReceiver(1, 40, 1), 4.5, "publication"
+
+
+def run(t: MarginTable, rc: object, kappa: float, bound: str, args: argparse.Namespace) -> None:
+    for method in ("greedy", "mip"):
+        t0 = time.perf_counter()
+        try:
+            p = plan_suppression(
+                t, rc, kappa, bound=bound, method=method, mcmc_audit=args.mcmc_audit,
+                time_limit=None if method == "greedy" else args.time_limit,
+            )  # fmt: skip
+        except InfeasiblePlanError as exc:
+            print(f"  {method:6}: refused ({str(exc)[:70]}...), {time.perf_counter() - t0:.2f} s")
+            continue
+        dt = time.perf_counter() - t0
+        rel = p.gap / p.objective_value if p.objective_value else 0.0
+        print(
+            f"  {method:6}: {p.n_secondary} secondary, lower bound {p.lower_bound:g}, gap "
+            f"{p.gap:g} ({rel:.0%}), certified {p.certified}, optimal {p.optimal}, {dt:.2f} s"
+            + ("" if method == "greedy" else f"; pattern by {p.method}, MIP {p.mip}"),
+            flush=True,
+        )
+        for note in p.notes:
+            if note.startswith("MIP"):
+                print(f"          {note[:200]}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="30x20,100x100")
@@ -39,9 +80,16 @@ def main() -> None:
     ap.add_argument("--kappa", type=float, default=7.0)
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--mcmc-audit", action="store_true", help="run the greedy's final chain")
+    ap.add_argument("--fair", action="store_true", help="also the Fair table of the docs")
     args = ap.parse_args()
     rc = PoissonReceiver(1.0, 10.0)
+    if args.fair:
+        t, nb, kappa, bound = fair()
+        print(f"Fair religious x occupation (24 cells), kappa = {kappa:g}, bound {bound}:")
+        run(t, nb, kappa, bound, args)
     for size in args.sizes.split(","):
+        if not size:
+            continue
         d1, d2 = (int(s) for s in size.split("x"))
         for share in (float(s) for s in args.shares.split(",")):
             t = make_table(d1, d2, share)
@@ -50,23 +98,7 @@ def main() -> None:
                 f"{args.kappa:g}:",
                 flush=True,
             )
-            t0 = time.perf_counter()
-            try:
-                g = plan_suppression(t, rc, args.kappa, mcmc_audit=args.mcmc_audit)
-                gtxt = f"{g.n_secondary} secondary, certified {g.certified}, optimal {g.optimal}"
-                lb = g.lower_bound
-            except InfeasiblePlanError as exc:
-                gtxt, lb = f"refused ({str(exc)[:60]}...)", float("nan")
-            tg = time.perf_counter() - t0
-            print(f"  lower bound {lb:g}\n  greedy: {gtxt}, {tg:.2f} s", flush=True)
-            out = optimal_pattern(t, rc, args.kappa, time_limit=args.time_limit)
-            n_sec = "-" if out.table is None else str(int(out.table.secondary.sum()))
-            print(
-                f"  MIP:    {n_sec} secondary, status {out.status}, {out.rounds} solves, "
-                f"{out.cuts} cuts, HiGHS bound {out.mip_bound:.6g}, {out.seconds:.2f} s\n"
-                f"          {out.message}",
-                flush=True,
-            )
+            run(t, rc, args.kappa, "table", args)
 
 
 if __name__ == "__main__":
