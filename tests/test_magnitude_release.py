@@ -235,3 +235,53 @@ def test_public_size_release_covers_the_pattern(tmp_path):
     assert doc["claim"]["spec"]["mechanism"]["size"] == "market_value"
     assert any(n.startswith("Covered: the pattern of suppressed cells") for n in doc["notes"])
     assert run("verify", out / "certificate.json", "--published", out).exit_code == 0
+
+
+def _leaves(doc, path=()):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from _leaves(v, (*path, i))
+    else:
+        yield path, doc
+
+
+def _edited(value):
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if value is None:
+        return "x"
+    return str(value) + "x"
+
+
+@pytest.mark.parametrize("size", [None, "market_value"])
+def test_every_edit_of_the_certificate_is_caught(tmp_path, size):
+    """Each leaf of a genuine certificate changed (number + 1, text + 'x', a flag flipped, null
+    to text): verify never says verified, and never crashes."""
+    import copy
+
+    out = tmp_path / "rel"
+    release_magnitude(
+        GRUNFELD, keys="year", value="invest", unit="firm", target_kappa=3.5, holding=None,
+        size=size,
+    ).write(out)  # fmt: skip
+    doc = json.loads((out / "certificate.json").read_text())
+    assert verify_certificate(doc, published=out).ok
+    count = 0
+    for path, value in _leaves(doc):
+        edited = copy.deepcopy(doc)
+        node = edited
+        for p in path[:-1]:
+            node = node[p]
+        node[path[-1]] = _edited(value)
+        count += 1
+        try:
+            check = verify_certificate(edited, published=out)
+        except ValidationError:
+            continue  # refused to read: not verified either
+        assert not check.ok, path
+    assert count > 30
