@@ -8,12 +8,14 @@ Two paths give the same cells and the same errors:
 * **the in-memory fast path** — for a polars DataFrame with an integer count column, the checks
   run on the column buffers: nulls from the Arrow metadata, negatives by a min, sortedness by one
   comparison pass, duplicates by marking a table over the keys (compact integer keys) or by
-  sorting 64-bit row hashes; any failing check hands over to the generic path, which names the
-  first failing row. Streaming passes are split across the cores from 2²² rows.
+  sorting 64-bit row hashes (:mod:`persuasive.release.table_keys`); any failing check hands over
+  to the generic path, which names the first failing row. Streaming passes are split across the
+  cores from 2²² rows (:mod:`persuasive.release.table_threads`).
 
-The published count column is a new buffer: a count >= h as it is, a suppressed count **0**
-under a null bit, so no true small count is left behind the published column in memory (a raw
-Arrow export writes the values under null bits; CSV and Parquet never do).
+The published count column is a new buffer (:func:`published_column`): a count >= h as it is, a
+suppressed count **0** under a null bit, so no true small count is left behind the published
+column in memory (a raw Arrow export writes the values under null bits; CSV and Parquet never
+do).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ every check and whether the keys are sorted (then they are unique). An in-memory
 integer count column is checked on its buffers instead (null counts from the Arrow metadata, a
 min, one comparison pass), and goes through the query only to name a failing row. Unsorted keys
 are checked for duplicates by marking a table over a compact integer key range, else by sorting
-or hashing. The published count column is built in one pass: a suppressed count is 0 under a
+or hashing (:mod:`persuasive.release.table_keys`). The published count column is a new buffer
+(:func:`~persuasive.release.table_cells.published_column`): a suppressed count is 0 under a
 null bit, so no true small count is left behind the published column in memory (a raw Arrow
 export would show it). Per-cell losses are computed only when a report asks for them.
 The certificate depends only on (h, r, the Receiver model, the column names, the target κ),
