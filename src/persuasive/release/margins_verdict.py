@@ -204,42 +204,18 @@ class Verdict:
         return head + ("" if self.ok else "; " + "; ".join(self.reasons))
 
     def to_dict(self) -> dict[str, Any]:
-        out = {
-            k: getattr(self, k)
-            for k in (
-                "target_kappa",
-                "bound",
-                "n_cells",
-                "n_suppressed",
-                "n_primary",
-                "n_secondary",
-                "n_exact",
-                "n_certified",
-                "n_by_bound",
-                "n_switching",
-                "n_disclosed",
-                "n_disclosed_exact",
-                "n_failing",
-                "kappa_published",
-                "kappa_table",
-                "kappa_estimate",
-                "objective",
-                "cost",
-                "lower_bound",
-                "gap",
-                "optimal",
-                "released",
-                "holds",
-                "method",
-                "mip_time_limit",
-                "pattern_by",
-                "mip",
-                "public_lower_bound",
-                "relative_gap",
-            )
-        }
+        out = {k: getattr(self, k) for k in _KEYS}
         return {**out, "ok": self.ok, "reasons": list(self.reasons),
                 "remedies": list(self.remedies)}  # fmt: skip
+
+
+#: The fields of :meth:`Verdict.to_dict` (then ``ok``, ``reasons``, ``remedies``).
+_KEYS = (
+    "target_kappa bound n_cells n_suppressed n_primary n_secondary n_exact n_certified "
+    "n_by_bound n_switching n_disclosed n_disclosed_exact n_failing kappa_published kappa_table "
+    "kappa_estimate objective cost lower_bound gap optimal released holds method mip_time_limit "
+    "pattern_by mip public_lower_bound relative_gap"
+).split()
 
 
 def verdict(rel: MarginRelease) -> Verdict:
