@@ -15,8 +15,7 @@ cell needing protection (:math:`x_i < r`, :math:`D_i > \kappa`): :math:`\sum_{j 
 :func:`~persuasive.margins.planning.lower_bound`, so the program's optimum is at least that LP's
 value, hence at least the planner's proven lower bound, **by construction**.
 
-**Propagation, LP and component cuts** (:mod:`persuasive.margins.optimal_cuts`, where
-they are derived): each is met by every pattern the exact audit certifies.
+**Propagation, LP and component cuts**: :mod:`persuasive.margins.optimal_cuts`.
 
 **Loop.** Solve (HiGHS through :func:`scipy.optimize.milp`, within what is left of
 ``time_limit``); propagate and add propagation cuts; else audit each component by the planner's
@@ -378,10 +377,8 @@ def try_mip(
 
 
 def after_greedy(plan: SuppressionPlan, out: MipOutcome | None) -> SuppressionPlan:
-    """The greedy's plan after the program failed to certify one (``out``), or was not run
-    (None: ``method="auto"`` on a table of more than :data:`AUTO_MAX_CELLS` cells): its note,
-    ``mip``, and ``optimal`` when the program's bound (valid for every certified pattern)
-    reaches the greedy's cost."""
+    """The greedy's plan after the program (``out``; None: ``auto`` skipped it, too large):
+    its note, ``mip``, and ``optimal`` when the program's bound reaches the greedy's cost."""
     if out is None:
         note = (
             f"MIP not run: the table has {plan.table.n_cells} cells, more than "
