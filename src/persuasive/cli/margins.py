@@ -30,6 +30,12 @@ def _cells_text(release: Any, vd: Any) -> str:
     text = f"{vd.n_cells - n_struct} ({vd.n_primary} primary, {vd.n_secondary} secondary)"
     if n_struct:
         text += f"; {n_struct} structural zeros, known to everyone and not published"
+    n_known = len(getattr(release, "known_keys", ()))
+    n_box = len(getattr(release, "apriori_bounds", ()))
+    if n_known:
+        text += f"; {n_known} known to the Receiver"
+    if n_box:
+        text += f"; {n_box} with a-priori bounds the Receiver knows"
     return text
 
 
