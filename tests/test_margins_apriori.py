@@ -399,3 +399,29 @@ def test_one_fixed_prior_audit_with_boxes_against_enumeration() -> None:
         want = -law.logpmf(x[c]) + math.log(_box_mass(law, int(lo.ravel()[c]), int(up.ravel()[c])))
         want += math.log(pv)
         assert w.kappa_upper.ravel()[c] == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def test_full_disclosure_fallback_ranges_over_the_boxed_support_only() -> None:
+    """With the DP switched off, kappa_published is at most the largest B over the values below
+    r that the box leaves (Pi <= 1), and at least the exact value."""
+    lo = np.zeros((3, 3), np.int64)
+    lo[0, 1] = 2  # (0, 1) = 2 is known to be >= 2: its support is the one value 2
+    lo[1, 0] = 1
+    t = MarginTable(TABLE, h=H, margins="rows,cols", lower=lo)
+    rec = PoissonReceiver(1.0, 6.0)
+    exact = worst_case_losses(t, rec)
+    off = worst_case_losses(t, rec, max_states=1)
+    x = t.counts.ravel()
+    for c in t.suppressed_index:
+        cell = np.unravel_index(c, t.shape)
+        a = int(t.lower.ravel()[c])
+        top = max(_disclosure_at(rec, v, a) for v in range(a, H)) if x[c] < H else 0.0
+        assert off.kappa_published[cell] <= top + 1e-12
+        assert off.kappa_published[cell] >= exact.kappa_published[cell] - 1e-9
+
+
+def _disclosure_at(rec, v, a):
+    return max(
+        -_law(rec, mu).logpmf(v) + math.log(_box_mass(_law(rec, mu), a, NO_UPPER))
+        for mu in (rec.mean_min, rec.mean_max)
+    )

@@ -51,7 +51,9 @@ def posterior_fields(
         pub_x = np.max(np.where(np.isfinite(lp) & (grid < r), lp + s_grid, -np.inf), axis=1)
     small = x[c] < r
     val = np.where(small, log_val, 0.0)
-    fall = np.where(x[c] < h, np.max(s_grid[:, :r], axis=1), 0.0)  # primaries start at 0
+    # Pi <= 1: the largest B over the values below r of the support (a box may start it above 0)
+    below = np.max(np.where(grid < r, s_grid, -np.inf), axis=1, initial=-np.inf)
+    fall = np.where(x[c] < h, np.maximum(below, 0.0), 0.0)
     b_val, b_pub = np.where(small, s_true, 0.0), fall
     if bound is not None:  # proven switching bounds (persuasive.margins.switching)
         b_val, b_pub = _bounded(bound, post, x[c], r, s_true, s_grid, b_val, b_pub)
