@@ -425,3 +425,22 @@ def _disclosure_at(rec, v, a):
         -_law(rec, mu).logpmf(v) + math.log(_box_mass(_law(rec, mu), a, NO_UPPER))
         for mu in (rec.mean_min, rec.mean_max)
     )
+
+
+def test_publication_lower_bound_is_valid_with_boxes() -> None:
+    """(0, 0) = 1 is alone in its row and column, so it is disclosed. Under Poisson(1, 5) that
+    costs D(1) = 5 - log 5 > 2. A Receiver who knows it lies in [1, 2] loses only
+    log(1 + 5/2) = 1.25 < 2. So the primary pattern is certified at κ = 2, no secondary cell is
+    needed, and the publication's lower bound must be 0."""
+    from persuasive.margins.public_bound import publication_lower_bound
+
+    x = np.array([[1, 5, 7], [6, 8, 9], [7, 9, 8]])
+    rec = PoissonReceiver(1.0, 5.0)
+    plain = MarginTable(x, h=H, margins="rows,cols")
+    assert publication_lower_bound(plain, rec, 2.0, H) >= 1.0
+    lo, up = np.zeros((3, 3), np.int64), np.full((3, 3), NO_UPPER, np.int64)
+    lo[0, 0], up[0, 0] = 1, 2
+    boxed = MarginTable(x, h=H, margins="rows,cols", lower=lo, upper=up)
+    w = worst_case_losses(boxed, rec)
+    assert w.kappa_published[0, 0] == pytest.approx(math.log(3.5), rel=1e-12)
+    assert publication_lower_bound(boxed, rec, 2.0, H) == 0.0

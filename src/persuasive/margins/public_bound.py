@@ -92,6 +92,11 @@ def publication_lower_bound(table: MarginTable, model: Any, kappa: float, r: int
         known_needy = (v < r) & (disclosure_loss(model, np.clip(v, 0, h - 1)) > kappa)
     any_needy = r >= h and float(d_all.min()) > kappa
     rows = np.flatnonzero(exposed & np.where(public, known_needy, any_needy))
+    if table.has_apriori:  # D above is unconditioned: drop entries with a boxed primary (a
+        # lower bound stays valid on fewer rows; docs/margins_apriori.md)
+        lw, up = table.lower.ravel(), table.upper.ravel()
+        boxed = (prim & ((lw > 0) | (up != np.iinfo(np.int64).max))).astype(np.int64)
+        rows = rows[np.asarray(A[rows] @ boxed) == 0]
     if rows.size == 0:
         return 0.0
     cand = np.flatnonzero(table.hideable.ravel() | sec)  # hideable under the primary pattern
