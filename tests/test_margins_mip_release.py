@@ -271,3 +271,42 @@ def test_cli_bad_values_exit_2_and_write_nothing(
     assert res.exit_code == 2, res.stdout + res.stderr
     assert says in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert not out.exists()
+
+
+GOOD = {
+    "method": "mip", "mip_time_limit": 20.0, "objective": "count", "bound": "publication",
+    "pattern": "mip", "mip": "optimal", "optimal": True,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"method": "best"}, "claim.plan.method"),
+        ({"method": "greedy"}, "claim.plan.method"),  # with a time limit and a MIP outcome
+        ({"mip_time_limit": 0}, "claim.plan.mip_time_limit"),
+        ({"mip_time_limit": True}, "claim.plan.mip_time_limit"),
+        ({"mip": "fast"}, "claim.plan.mip"),
+        ({"mip": "too_large"}, "claim.plan.mip"),  # only auto skips the program
+        ({"pattern": "greedy"}, "claim.plan.pattern"),  # the MIP proved optimality
+        ({"mip": "time_limit"}, "claim.plan.pattern"),  # the MIP's pattern, not certified
+        ({"optimal": None}, "claim.plan.optimal"),
+        ({"optimal": "yes"}, "claim.plan.optimal"),
+        ({"zz": 1}, "claim.plan.zz"),
+    ],
+)
+def test_inconsistent_claim_plan_is_refused_naming_the_field(change, field):
+    from persuasive.report.margins_plan import read_plan
+
+    assert dict(read_plan({"plan": GOOD, "target_kappa": 7.0})) == GOOD
+    greedy = {**GOOD, "method": "greedy", "mip_time_limit": None, "pattern": "greedy",
+              "mip": None, "optimal": None}  # fmt: skip
+    assert dict(read_plan({"plan": greedy, "target_kappa": 7.0})) == greedy
+    with pytest.raises(ValidationError, match=field.replace(".", r"\.")):
+        read_plan({"plan": {**GOOD, **change}, "target_kappa": 7.0})
+    bad = dict(GOOD)
+    del bad["bound"]
+    with pytest.raises(ValidationError, match=r"claim\.plan\.bound: missing"):
+        read_plan({"plan": bad, "target_kappa": 7.0})
+    with pytest.raises(ValidationError, match="target_kappa"):
+        read_plan({"plan": GOOD, "target_kappa": None})
