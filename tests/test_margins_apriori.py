@@ -156,7 +156,7 @@ def test_log_linear_members_give_the_same_posterior_with_boxes() -> None:
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None
 )
 @given(
     counts=st.lists(st.integers(0, 6), min_size=9, max_size=9),
@@ -271,7 +271,7 @@ def test_secondary_cells_with_boxes_against_enumeration() -> None:
     assert checked >= 5
 
 
-@pytest.mark.parametrize("seed", [9, 12, 14, 24, 33, 38])
+@pytest.mark.parametrize("seed", [9, 14, 24, 33])
 def test_planner_with_boxes_is_certified_by_enumeration(seed) -> None:
     """The planner sees the boxes (its supports and its disclosure losses): a certified plan's
     every suppressed cell meets κ published by brute-force enumeration of the boxed fibre, and

@@ -17,6 +17,7 @@ from persuasive.classes.receivers import NegativeBinomialReceiver, PoissonReceiv
 from persuasive.cli import app
 from persuasive.errors import ValidationError
 from persuasive.files.output import OutputFolder
+from persuasive.margins import MarginTable, worst_case_losses
 from persuasive.release.margins import release_table_with_margins
 from persuasive.release.pipeline import publish
 from persuasive.report.verify import verify_certificate
@@ -168,3 +169,34 @@ def test_api_apriori_errors_name_the_argument() -> None:
             apriori=pl.DataFrame({"religious": [1], "occupation": [1], "lower": [1], "x": [0]}),
             **kw,
         )
+
+
+def test_planner_does_not_rely_on_hiding_a_cell_the_receiver_bounds() -> None:
+    """(1, 1) = 10 is a cheap partner without bounds (the greedy hides it with (1, 3), (3, 3)
+    and (4, 3): κ published 4.22 <= 4.5); known to lie in [8, 12] it protects little, and the
+    plan that meets κ = 4.5 leaves it published (docs/margins_apriori.md)."""
+    df = pl.read_csv(DATA / "fair_crosstab.csv")
+    rec = NegativeBinomialReceiver(1, 40, 1)
+    ap = pl.DataFrame({"religious": [1], "occupation": [1], "lower": [8], "upper": [12]})
+    boxed = release_table_with_margins(
+        df,
+        keys=["religious", "occupation"],
+        count="n",
+        h=10,
+        receiver=rec,
+        margins="rows,cols",
+        target_kappa=4.5,
+        apriori=ap,
+    )
+    assert boxed.ok and not boxed.table.suppressed[0, 0]
+    assert boxed.plan.n_secondary == 7
+    assert boxed.worst.max_published == pytest.approx(4.46, abs=5e-3)
+    # the unbounded plan's pattern, which hides (1, 1): within kappa without the bounds, above
+    # it for a Receiver who knows the bounds of (1, 1)
+    sec = np.zeros((4, 6), bool)
+    sec[0, 0] = sec[0, 2] = sec[2, 2] = sec[3, 2] = True
+    pattern = boxed.primary.suppressed | sec
+    plain = boxed.primary.with_suppressed(pattern, sec)
+    unbounded = MarginTable(plain.counts, h=10, margins="rows,cols").with_suppressed(pattern, sec)
+    assert worst_case_losses(unbounded, rec).kappa_published.max() <= 4.5
+    assert worst_case_losses(plain, rec).kappa_published.max() > 4.5
