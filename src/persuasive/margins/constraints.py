@@ -9,8 +9,8 @@ so :math:`A y = b` with :math:`A` the 0/1 incidence matrix of margin entries and
 cells. Each :math:`y_i` also has a known support :math:`[\ell_i, u_i]`: :math:`[0, h-1]` for a
 primary suppressed cell, :math:`[h, \min_{k \ni i} b_k]` for a secondary one. Cells linked by a
 shared constraint form the connected components of the bipartite graph (cells, constraints).
-A-priori bounds :math:`[a_i, b_i]` (``table.lower``, ``table.upper``) intersect the supports:
-:math:`[\max(\ell_i, a_i), \min(u_i, b_i)]` (:mod:`persuasive.margins.apriori`).
+A-priori bounds :math:`[a_i, \bar a_i]` (``table.lower``, ``table.upper``) intersect the supports:
+:math:`[\max(\ell_i, a_i), \min(u_i, \bar a_i)]` (:mod:`persuasive.margins.apriori`).
 
 **Redundant rows.** Published margins are often linearly dependent: the grand total is the sum
 of the row totals, and in a hierarchy the totals by ``region`` are sums of those by
@@ -100,15 +100,22 @@ class ConstraintSystem:
 
 
 def full_incidence(table: MarginTable) -> tuple[sparse.csr_array, NDArray[np.int64]]:
-    """The incidence matrix (margin entries × all cells, C order) and the published totals."""
-    coords = np.indices(table.shape).reshape(table.counts.ndim, -1)
+    """The incidence matrix (margin entries × all cells, C order) and the published totals.
+
+    A structural zero (``table.structural``: a known cell of count 0) has an empty column: it
+    adds 0 to every total and is never suppressed, a candidate nor a partner, so leaving it
+    out changes no sum, and nothing scales with the combinations a hierarchy does not nest
+    (``docs/margins_release.md``, "Hierarchies").
+    """
+    cols = np.flatnonzero(~table.structural.ravel())
+    coords = np.array(np.unravel_index(cols, table.shape)).reshape(table.counts.ndim, -1)
     rows, tot, offset = [], [], 0
     for m in table.margins:
         sub_shape = tuple(table.shape[a] for a in m)
         entry = (
-            np.ravel_multi_index(coords[list(m)], sub_shape)
+            np.ravel_multi_index(tuple(coords[list(m)]), sub_shape)
             if m
-            else np.zeros(table.n_cells, dtype=np.intp)
+            else np.zeros(cols.size, dtype=np.intp)
         )
         rows.append(entry + offset)
         tot.append(table.totals[m].ravel())
@@ -116,7 +123,7 @@ def full_incidence(table: MarginTable) -> tuple[sparse.csr_array, NDArray[np.int
     if not rows:
         return sparse.csr_array((0, table.n_cells), dtype=np.int64), np.zeros(0, np.int64)
     r = np.concatenate(rows)
-    c = np.tile(np.arange(table.n_cells), len(rows))
+    c = np.tile(cols, len(rows))
     A = sparse.csr_array((np.ones(r.size, dtype=np.int64), (r, c)), shape=(offset, table.n_cells))
     return A, np.concatenate(tot).astype(np.int64)
 
