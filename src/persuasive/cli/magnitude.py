@@ -55,7 +55,12 @@ def magnitude_cmd(
         float, opt("--gamma", "Receivers: relative spreads unequal by at most γ >= 1.")
     ] = 1.0,
     margins: Annotated[
-        str | None, opt("--margins", "Not supported yet for magnitude tables (refused).")
+        str | None,
+        opt(
+            "--margins",
+            "Also publish these totals exactly: keys joined by '+', comma-separated, and "
+            "'total' (e.g. a,b,total); secondary suppression certifies them or refuses.",
+        ),
     ] = None,
     format_: FormatOpt = None,
     report: ReportOpt = False,
@@ -70,13 +75,10 @@ def magnitude_cmd(
     Exit 0 when the certificate holds, 2 on bad input, 3 on an internal error.
     """
     from persuasive import _validation as v
-    from persuasive.errors import ValidationError
     from persuasive.magnitude.certificate import MagnitudeClass
-    from persuasive.release.magnitude import MARGINS_REFUSAL, release_magnitude
+    from persuasive.release.magnitude import release_magnitude
     from persuasive.release.pipeline import table_format_of
 
-    if margins is not None:
-        raise ValidationError(f"--margins: {MARGINS_REFUSAL}")
     source = c.data_file(data, separator, encoding)
     output = Output.of(out, force, data, "magnitude", table_format_of(data, format_), report, json_)
     ks = c.key_list(keys)
@@ -103,8 +105,27 @@ def magnitude_cmd(
             r1=cls.r1,
             r2=cls.r2,
             gamma=cls.gamma,
+            margins=margins,
         )
         step("release")
+        if getattr(release, "refused", False):
+            c.stop_progress()
+            if json_:
+                c.emit_json(
+                    {
+                        "kind": release.kind,
+                        "holds": False,
+                        "refused": True,
+                        "files": {},
+                        "guarantee": release.statement(),
+                        "summary": release.summary(),
+                    }
+                )
+            else:
+                c.stdout().print(
+                    f"NOT released (nothing written): {release.statement()}", markup=False
+                )
+            raise typer.Exit(1)
         s = release.summary()
         rows = [
             ("input", c.shown(data)),

@@ -72,6 +72,8 @@ class MagnitudeParams:
     insiders: int
     target_kappa: float
     size: str | None = None
+    #: The published margins (key subsets; () the grand total); empty without margins.
+    margins: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         from persuasive.magnitude.certificate import MagnitudeClass
@@ -111,11 +113,19 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         if p.r2 == 1.0
         else f"correlated with a condition number of at most {num(p.r2)}"
     )
+    margins = ""
+    guess = "the total they learn"
+    of_cell = " of a published cell"
+    if p.margins:
+        names = [" × ".join(m) if m else "the grand total" for m in p.margins]
+        margins = f" and its margins ({'; '.join(names)}), exactly,"
+        guess = "every published total (jointly, in whitened error)"
+        of_cell = ""
     return (
-        f"Publishing the totals of “{p.value}” by {', '.join(p.keys)}, with every cell "
+        f"Publishing the totals of “{p.value}” by {', '.join(p.keys)}{margins} with every cell "
         f"suppressed whose certified κ exceeds {num(p.target_kappa)}, protects each contributor"
-        f"{holding} of a published cell against {who}, whose Gaussian prior on the others' "
-        f"values guesses the total they learn to within {sds}, is {corr}, and is uncertain "
+        f"{holding}{of_cell} against {who}, whose Gaussian prior on the others' "
+        f"values guesses {guess} to within {sds}, is {corr}, and is uncertain "
         f"about each contribution in proportion to its {scale} (up to a factor "
         f"{num(p.gamma)} between contributors). Such a Receiver's "
         "Dawid–Sebastiani score of any one contribution improves by at most "

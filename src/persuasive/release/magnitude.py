@@ -7,8 +7,10 @@ release is (𝒟, ℳ, K, 0)-PP for each contributor of a published cell. The p%
 (n,k)-dominance rules are computed on the same cells for comparison (ACRO's definitions,
 :mod:`persuasive.magnitude.rules`); they do not decide anything.
 
-Publishing margins (row and column totals) would make a suppressed cell a difference of
-published totals: secondary suppression is not implemented, and ``margins`` is refused.
+With ``margins`` (totals over groups of cells, published exactly) a suppressed cell is also
+constrained by the margins: :mod:`persuasive.release.magnitude_margins` certifies each
+suppressed cell's κ with the margins published and adds secondary suppressions, or refuses
+(``docs/magnitude.md`` §6).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import numpy as np
 import polars as pl
 
 from persuasive import _validation as v
-from persuasive.errors import ValidationError
 from persuasive.files.sources import Source
 from persuasive.magnitude.certificate import MagnitudeCertificate, MagnitudeClass, certify_cells
 from persuasive.magnitude.contributors import Contributions, contributions
@@ -30,13 +31,7 @@ from persuasive.magnitude.kind import MagnitudeParams
 from persuasive.magnitude.rules import ACRO_K, ACRO_N, ACRO_P, nk_dominance, p_percent, top_sum
 from persuasive.release import display
 
-__all__ = ["MARGINS_REFUSAL", "MagnitudeRelease", "release_magnitude"]
-
-MARGINS_REFUSAL = (
-    "margins are not supported yet for magnitude tables: with published margins a suppressed "
-    "total is a difference of published totals, and secondary suppression of sums is not "
-    "implemented (issue 15); release the cells without margins"
-)
+__all__ = ["MagnitudeRelease", "release_magnitude"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -67,6 +62,15 @@ class MagnitudeRelease(display.ReleaseResult):
     @property
     def target_kappa(self) -> float:
         return self.params.target_kappa
+
+    @property
+    def refused(self) -> bool:
+        """Whether nothing may be published (only a release with margins can be refused)."""
+        return False
+
+    def statement(self) -> str:
+        """The guarantee, or the refusal, in one plain sentence."""
+        return str(self.guarantee["statement"])
 
     def summary(self) -> dict[str, Any]:
         """Data-dependent facts for the custodian and the report (never for the certificate)."""
@@ -161,8 +165,11 @@ def release_magnitude(
     r1, r2, gamma : float
         The Receivers' class :class:`persuasive.magnitude.MagnitudeClass` (r1 > 0, r2 ≥ 1,
         γ ≥ 1).
-    margins : None
-        Refused (not supported yet): see the module docstring.
+    margins : str or sequence of str, optional
+        Margins published exactly: ``"a,b,total"`` (totals by a, by b, the grand total;
+        ``"a+b"`` a total over two keys). Cells are then suppressed until every suppressed
+        cell's κ with the margins is at most the target, or the release is refused
+        (``refused``, ``refusal``); needs r2 = 1.
     p : float
         The p% rule's p (a fraction; comparison only).
     nk : (int, float)
@@ -183,9 +190,12 @@ def release_magnitude(
     >>> [round(x, 4) for x in rel.cells["kappa"].to_list()]  # 1 + log(1 + 81/2), ∞
     [4.7256, inf]
     """
-    if margins is not None:
-        raise ValidationError(MARGINS_REFUSAL)
     key_list = [k.strip() for k in keys.split(",")] if isinstance(keys, str) else list(keys)
+    spec: tuple[tuple[str, ...], ...] = ()
+    if margins is not None:
+        from persuasive.magnitude.margins import parse
+
+        spec = parse(margins, key_list)
     target = v.real("target_kappa", target_kappa, low=0.0)
     m = v.integer("insiders", insiders, low=0)
     cls = MagnitudeClass(r1, r2, gamma)
@@ -202,6 +212,7 @@ def release_magnitude(
         insiders=m,
         target_kappa=target,
         size=size,
+        margins=spec,
     )
     if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
         from persuasive.files.reading import scan
@@ -213,6 +224,13 @@ def release_magnitude(
     c = contributions(lf, keys=key_list, value=value, unit=unit, holding=holding, size=size)
     cert = certify_cells(c, cls, m)
     suppressed = cert.cell > target
+    kappa = cert.cell
+    plan = None
+    if spec:
+        from persuasive.release.magnitude_margins import plan_margins
+
+        plan = plan_margins(c, cert, cls, m, spec, target)
+        suppressed, kappa = plan.suppressed, plan.kappa
     total = c.total
     first = top_sum(c, 1)  # the largest value (dominance), whatever the spreads scale with
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -227,21 +245,43 @@ def release_magnitude(
         pl.Series("contributors", c.count),
         pl.Series("largest_share", share),
         pl.Series("kappa_outsider", cert.cell_outsider),
-        pl.Series("kappa", cert.cell),
+        pl.Series("kappa", kappa),
         pl.Series("exposed", cert.exposed),
         pl.Series("p_percent", flags_p),
         pl.Series("nk", flags_nk),
         pl.Series("suppressed", suppressed),
     )
     rules = {"p": float(v.real("p", p, low=0.0)), "n": n_rule, "k": k_rule}
+    if plan is None:
+        return display.read_from(
+            MagnitudeRelease(
+                published=published,
+                cells=cells,
+                params=params,
+                contributors=c,
+                certificate=cert,
+                rules=rules,
+            ),
+            frame,
+        )
+    from persuasive.release.magnitude_margins import MagnitudeMarginsRelease
+
+    cells = cells.with_columns(
+        pl.Series("kappa_primary", cert.cell),
+        pl.Series("secondary", plan.secondary),
+        pl.Series("attacker_low", plan.low),
+        pl.Series("attacker_high", plan.high),
+    )
     return display.read_from(
-        MagnitudeRelease(
+        MagnitudeMarginsRelease(
             published=published,
             cells=cells,
             params=params,
             contributors=c,
             certificate=cert,
             rules=rules,
+            margins=plan.margins,
+            refusal=plan.refused,
         ),
         frame,
     )

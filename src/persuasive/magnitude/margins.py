@@ -1,0 +1,258 @@
+r"""Magnitude tables with published margins: the certified κ of suppressed cells, secondary
+suppression, and the attacker's intervals.
+
+This library's extension of Prop 7 (Bon et al. 2026); proof in ``docs/magnitude.md`` §6. With
+margins published (totals over groups of cells) the Receiver learns, about the suppressed cell
+totals :math:`y_S`, the equations :math:`L y_S = b` (each margin minus its published cells).
+Against independent priors (:math:`r_2 = 1`) whose spreads scale with each contribution's size
+up to γ across the table, a contribution i of a suppressed cell c has
+
+.. math::
+
+    \Delta_i \le r_1 - \log\big(1 - \bar s_c\,\bar g_c\big),\qquad
+    \bar s_c = \frac{\gamma^2 z_{(1)}^2}{\gamma^2 z_{(1)}^2 + \sum_{k \ge m+2} z_{(k)}^2},\qquad
+    \bar g_c = 1 - \frac{\operatorname{Var}(y_c \mid L y_S)}{V_c}\Big|_{V_c = \gamma^2 Z_c,\
+        V_d = Z^{-m}_d},
+
+with :math:`Z_c = \sum_{j \in c} z_j^2` and :math:`Z^{-m}_d` the same without the m largest.
+:math:`\operatorname{Var}(y_c \mid L y_S)` is the squared distance from
+:math:`\sqrt{V_c} e_c` to the column space of :math:`\operatorname{diag}(\sqrt V) L^\top`
+(an orthogonal projection, QR on an independent row basis of the 0/1 matrix L); a relative
+margin of :math:`10^{-8}` is taken off it, so κ errs upwards.
+
+Secondary suppression is greedy: while some suppressed cell's κ exceeds the target, the
+published cell of smallest total sharing a margin with the worst one is suppressed too
+(suppressing more never raises a κ); if no such cell can help, the release is refused. The
+attacker's intervals (τ-Argus' protection levels) are the range of each suppressed total over
+the non-negative solutions of :math:`L y_S = b` (linear programs, HiGHS).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+from numpy.typing import NDArray
+
+from persuasive.errors import ValidationError
+from persuasive.magnitude.certificate import MagnitudeClass
+from persuasive.magnitude.contributors import Contributions
+
+__all__ = ["Incidence", "MarginOutcome", "attacker_intervals", "incidence", "parse", "protect"]
+
+#: Relative margin taken off Var(y_c | L y_S) (errs towards larger κ).
+VAR_MARGIN = 1e-8
+
+
+def parse(margins: str | Sequence[str], keys: Sequence[str]) -> tuple[tuple[str, ...], ...]:
+    """``"a,b,total"`` (or a list): totals by a, by b and the grand total; ``"a+b"`` a total
+    over two keys. Each margin must be a proper subset of the keys.
+
+    >>> parse("region,total", ["region", "industry"])
+    (('region',), ())
+    """
+    items = [m.strip() for m in margins.split(",")] if isinstance(margins, str) else list(margins)
+    out: list[tuple[str, ...]] = []
+    for item in items:
+        subset = () if item == "total" else tuple(k.strip() for k in item.split("+"))
+        bad = [k for k in subset if k not in keys]
+        if not item or bad or len(subset) >= len(keys) or len(set(subset)) != len(subset):
+            raise ValidationError(
+                f"margins: {item!r} must be 'total' or key columns joined by '+' naming fewer "
+                f"than all of the keys {list(keys)} (e.g. 'a,b,total'); got {margins!r}"
+            )
+        if subset in out:
+            raise ValidationError(f"margins: {item!r} is named twice in {margins!r}")
+        out.append(subset)
+    if not out:
+        raise ValidationError(f"margins must name at least one margin; got {margins!r}")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Incidence:
+    """Which margin group each cell is in: ``group[j, c]`` for margin j (global group ids)."""
+
+    margins: tuple[tuple[str, ...], ...]
+    group: NDArray[np.int64]  # (n_margins, n_cells), global ids
+    frames: tuple[pl.DataFrame, ...]  # per margin: its subset's key values, one row per group
+    n_groups: int
+
+    def matrix(self) -> NDArray[np.float64]:
+        """The 0/1 matrix (groups × cells)."""
+        a = np.zeros((self.n_groups, self.group.shape[1]))
+        for row in self.group:
+            a[row, np.arange(row.size)] = 1.0
+        return a
+
+
+def incidence(cells: pl.DataFrame, margins: tuple[tuple[str, ...], ...]) -> Incidence:
+    """The margin groups of the cells (a frame of key columns, one row per cell)."""
+    rows, frames, offset = [], [], 0
+    for subset in margins:
+        if subset:
+            levels = cells.select(subset).unique().sort(list(subset), nulls_last=True)
+            levels = levels.with_row_index("__g")
+            codes = cells.select(subset).join(levels, on=list(subset), how="left")["__g"]
+            rows.append(codes.to_numpy().astype(np.int64) + offset)
+            frames.append(levels.drop("__g"))
+            offset += levels.height
+        else:
+            rows.append(np.full(cells.height, offset, dtype=np.int64))
+            frames.append(pl.DataFrame())
+            offset += 1
+    group = np.vstack(rows) if rows else np.zeros((0, cells.height), dtype=np.int64)
+    return Incidence(margins, group, tuple(frames), offset)
+
+
+def _tails(c: Contributions, ks: Sequence[int]) -> tuple[NDArray[np.float64], ...]:
+    """Per cell: the largest squared scale and Σ_{rank ≥ k} of the squared scales, by scale."""
+    order = np.lexsort((-c.scale, c.cell))
+    cell = c.cell[order]
+    q = c.scale[order] ** 2
+    rank = np.arange(cell.size) - c.start[cell]
+
+    def seg(w: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.asarray(np.bincount(cell, weights=w, minlength=c.n_cells), dtype=np.float64)
+
+    return (seg(np.where(rank == 0, q, 0.0)), *(seg(np.where(rank >= k, q, 0.0)) for k in ks))
+
+
+def _independent_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A basis of the row space of a 0/1 matrix (pivoted QR; its pivots are well separated)."""
+    from scipy.linalg import qr
+
+    if a.size == 0:
+        return a
+    _, r, piv = qr(a.T, mode="economic", pivoting=True)
+    d = np.abs(np.diag(r))
+    rank = int(np.sum(d > 1e-9 * d[0])) if d.size and d[0] > 0 else 0
+    return a[np.sort(piv[:rank])]
+
+
+def _explained(a: NDArray[np.float64], v: NDArray[np.float64], c: int) -> float:
+    """1 − Var(y_c | A y)/V_c for independent y with variances v (> 0), erring upwards."""
+    rows = a[np.abs(a).sum(axis=1) > 0]
+    if rows.size == 0:
+        return 0.0
+    basis = _independent_rows(rows)
+    b = np.sqrt(v)[:, None] * basis.T  # (cells × rank), full column rank
+    q, _ = np.linalg.qr(b)
+    target = np.zeros(v.size)
+    target[c] = math.sqrt(v[c])
+    resid = target - q @ (q.T @ target)
+    var = float(resid @ resid) - VAR_MARGIN * v[c]
+    return 1.0 if var <= 0 else max(0.0, 1.0 - var / v[c])
+
+
+@dataclass(frozen=True)
+class MarginOutcome:
+    """The suppression pattern with margins and each cell's certified κ."""
+
+    suppressed: NDArray[np.bool_]
+    primary: NDArray[np.bool_]
+    kappa: NDArray[np.float64]  # primary κ of published cells, κ with margins of suppressed
+    secondary: tuple[int, ...]
+    refused: str | None
+
+
+def protect(
+    c: Contributions,
+    primary_kappa: NDArray[np.float64],
+    cls: MagnitudeClass,
+    insiders: int,
+    inc: Incidence,
+    target: float,
+    label: Callable[[int], str] = str,
+) -> MarginOutcome:
+    """Primary suppression (κ above the target), then greedy secondary suppression until every
+    suppressed cell's κ with margins is at most the target, or a refusal naming the cell."""
+    if cls.r2 != 1.0:
+        raise ValidationError(
+            f"r2 must be 1 with margins (independent priors: the margins bound needs them); got "
+            f"{cls.r2:g}"
+        )
+    m = insiders
+    top, z_all, z_m, rest = _tails(c, (0, m, m + 1))
+    g2 = cls.gamma**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(top > 0, g2 * top / (g2 * top + rest), 0.0)
+    a_full = inc.matrix()
+    primary = np.asarray(primary_kappa > target)
+    supp = primary.copy()
+    kappa = np.where(supp, 0.0, primary_kappa)
+    secondary: list[int] = []
+
+    def kappa_of(cell: int, pattern: NDArray[np.bool_]) -> float:
+        """The certified κ of suppressed ``cell`` under a suppression pattern."""
+        if z_all[cell] <= 0:
+            return 0.0  # no contributor: nothing to learn
+        s_idx = np.flatnonzero(pattern)
+        v = z_m[s_idx].copy()
+        pos = int(np.flatnonzero(s_idx == cell)[0])
+        v[pos] = g2 * z_all[cell]
+        keep = v > 0  # a total the worst coalition knows is no unknown
+        g = _explained(a_full[:, s_idx[keep]], v[keep], int(np.sum(keep[:pos])))
+        explained = share[cell] * g
+        return math.inf if explained >= 1.0 else cls.r1 - math.log1p(-explained)
+
+    totals = c.total
+    while True:
+        s_idx = np.flatnonzero(supp)
+        for cell in s_idx:
+            kappa[cell] = kappa_of(int(cell), supp)
+        bad = s_idx[kappa[s_idx] > target]
+        if bad.size == 0:
+            return MarginOutcome(supp, primary, kappa, tuple(secondary), None)
+        worst = int(bad[np.argmax(kappa[bad])])
+        # candidates: published cells (whose total a coalition does not know) sharing a margin
+        # with a suppressed cell; the one lowering the worst κ most, then the smallest total
+        shares = np.zeros(c.n_cells, dtype=bool)
+        for row in inc.group:
+            shares |= np.isin(row, row[supp])
+        cand = np.flatnonzero(shares & ~supp & (z_m > 0))
+        if cand.size == 0:
+            reason = (
+                f"cell ({label(worst)}) has κ = {kappa[worst]:.4g} > {target:g} with the "
+                "margins published, and no published cell sharing a margin with the suppressed "
+                "ones can be suppressed to help; publish fewer margins or raise the target"
+            )
+            return MarginOutcome(supp, primary, kappa, tuple(secondary), reason)
+        after = []
+        for d in cand:
+            trial = supp.copy()
+            trial[d] = True
+            after.append(kappa_of(worst, trial))
+        best = np.lexsort((totals[cand], np.asarray(after)))[0]
+        pick = int(cand[best])
+        supp[pick] = True
+        secondary.append(pick)
+
+
+def attacker_intervals(
+    a: NDArray[np.float64], totals: NDArray[np.float64], suppressed: NDArray[np.bool_]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The least and largest value of each suppressed total over the non-negative solutions
+    of the published equations (NaN for published cells)."""
+    from scipy.optimize import linprog
+
+    s_idx = np.flatnonzero(suppressed)
+    lo = np.full(totals.size, np.nan)
+    hi = np.full(totals.size, np.nan)
+    if s_idx.size == 0:
+        return lo, hi
+    rhs = a @ np.where(suppressed, 0.0, totals)
+    margin = a @ totals
+    rows = np.abs(a[:, s_idx]).sum(axis=1) > 0
+    a_eq = a[rows][:, s_idx]
+    b_eq = (margin - rhs)[rows]
+    for k, cell in enumerate(s_idx):
+        cost = np.zeros(s_idx.size)
+        cost[k] = 1.0
+        for sign, out in ((1.0, lo), (-1.0, hi)):
+            res = linprog(sign * cost, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+            out[cell] = sign * res.fun if res.status == 0 else (np.inf if sign < 0 else 0.0)
+    return lo, hi
