@@ -149,6 +149,7 @@ _MODULES = {
     "linear": "persuasive.report.kinds.linear",
     "margins": "persuasive.report.kinds.margins",
     "magnitude": "persuasive.magnitude.kind",
+    "magnitude_margins": "persuasive.magnitude.kind_margins",
 }
 KINDS: tuple[str, ...] = tuple(_MODULES)
 
