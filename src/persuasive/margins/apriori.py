@@ -1,10 +1,10 @@
 r"""A-priori bounds: cells the Receiver knows to lie in a box before the release (issue 12).
 
-The a-priori file of τ-Argus states, for some cells, bounds :math:`a_j \le x_j \le b_j` that
+The a-priori file of τ-Argus states, for some cells, bounds :math:`a_j \le x_j \le \bar a_j` that
 are public already. A Receiver who knows them holds a prior of the class *conditioned on the
-box* :math:`R = \prod_j [a_j, b_j]`,
+box* :math:`R = \prod_j [a_j, \bar a_j]`,
 
-.. math:: Q^R(y) = Q(y \mid y \in R) = \prod_j q_j(y_j \mid a_j \le y_j \le b_j),
+.. math:: Q^R(y) = Q(y \mid y \in R) = \prod_j q_j(y_j \mid a_j \le y_j \le \bar a_j),
 
 still independent across cells. Its posterior given the publication is the class's posterior
 with every suppressed cell's support intersected with its box (:mod:`persuasive.margins
@@ -14,14 +14,14 @@ supports. The score changes through the prior marginal only: for a suppressed ce
 
 .. math:: \sup_{Q} \Delta_i^r = \log \Pi^R_i(x_i) + B_i(x_i), \qquad
           B_i(v) = \max_{\mu \in \{\mu_-, \mu_+\}} \big[-\log F_\mu(v)
-          + \log F_\mu([a_i, b_i])\big],
+          + \log F_\mu([a_i, \bar a_i])\big],
 
 exact: in the natural parameter :math:`\theta` the truncated law is again an exponential
-family, :math:`\log F_\theta(v \mid [a, b]) = \theta v + \log g(v) - A_{[a,b]}(\theta)` with
-:math:`A_{[a,b]}` convex, so :math:`-\log F_\theta(v \mid [a,b])` is convex in :math:`\theta`
-and its supremum over the mean range (θ increasing in μ) is at an end, attained by a
+family, :math:`\log F_\theta(v \mid [a, \bar a]) = \theta v + \log g(v) - A_{[a,\bar a]}(\theta)`
+with :math:`A_{[a,\bar a]}` convex, so :math:`-\log F_\theta(v \mid [a,\bar a])` is convex in
+:math:`\theta` and its supremum over the mean range (θ increasing in μ) is at an end, attained by a
 common-mean member. The proof is in ``docs/margins_apriori.md`` (Bon et al. 2026, Prop 8's
-class with margins). A box :math:`a_j = b_j` pins the cell: it is a *known* cell
+class with margins). A box :math:`a_j = \bar a_j` pins the cell: it is a *known* cell
 (:class:`~persuasive.margins.table.MarginTable`).
 """
 
@@ -152,8 +152,8 @@ def _family_mass(receiver: Any, lower: Any, upper: Any) -> NDArray[np.float64]:
 
 def _prop8_boxed(table: Any, receiver: Any, small: NDArray[np.bool_], out: tuple[Any, ...]) -> None:
     r"""Prop 8 with a-priori boxes (no margin): a primary cell's posterior is its prior on
-    :math:`S_i = [a_i, \min(b_i, h-1)]`, so its loss is :math:`-\log P_\mu(X \in S_i \mid X
-    \in [a_i, b_i])`, largest at :math:`\mu_+` (the truncated family keeps its monotone
+    :math:`S_i = [a_i, \min(\bar a_i, h-1)]`, so its loss is :math:`-\log P_\mu(X \in S_i \mid X
+    \in [a_i, \bar a_i])`, largest at :math:`\mu_+` (the truncated family keeps its monotone
     likelihood ratio, so :math:`P_\mu(X < h \mid \text{box})` decreases in μ): exact. Written
     into ``out = (lower, upper, est, pub)`` for the boxed cells (flat)."""
     lw, up = table.lower.ravel(), table.upper.ravel()
@@ -222,7 +222,7 @@ def box_surprise(
 
 
 def prior_box_mass(prior: Any, lower: Any, upper: Any) -> NDArray[np.float64]:
-    r""":math:`\log q_i([a_i, b_i])` per cell of an
+    r""":math:`\log q_i([a_i, \bar a_i])` per cell of an
     :class:`~persuasive.priors.cells.IndependentCellsPrior` (``lower``, ``upper`` flat, one per
     cell; 0 where there is no box)."""
     lo = np.asarray(lower, dtype=np.int64).ravel()

@@ -1,7 +1,7 @@
 r"""What the Receiver already knows: known cells and a-priori bounds, read from frames or files.
 
 A *known* cell's value is public before the release; an *a-priori bound* states
-:math:`a_j \le x_j \le b_j` (the a-priori file of τ-Argus). :class:`~persuasive.margins.table
+:math:`a_j \le x_j \le \bar a_j` (the a-priori file of τ-Argus). :class:`~persuasive.margins.table
 .MarginTable` holds both (``known``, ``lower``, ``upper``); this module reads them (one row per
 cell, its key labels compared as strings) and checks the bounds against the table. How they
 enter the posterior and the score is in :mod:`persuasive.margins.apriori`

@@ -17,9 +17,9 @@ For the posterior, the audit and the attacker a known cell is a published cell: 
 fixed and subtracted from the margins (``docs/margins_release.md``, "What the Receiver already
 knows").
 
-**A-priori bounds** (``lower``, ``upper``): inclusive bounds :math:`a_j \le x_j \le b_j` the
+**A-priori bounds** (``lower``, ``upper``): inclusive bounds :math:`a_j \le x_j \le \bar a_j` the
 Receiver knows before the release (the a-priori file of τ-Argus). They must hold for the true
-counts (a bound contradicting a count is an input error); a box with :math:`a_j = b_j` pins the
+counts (a bound contradicting a count is an input error); a box with :math:`a_j = \bar a_j` pins the
 cell, which is then a known cell. The posterior intersects each suppressed cell's support with
 its box and the score conditions the prior on it (:mod:`persuasive.margins.apriori`).
 """
