@@ -156,6 +156,8 @@ def test_release_with_margins_end_to_end(tmp_path):
     assert {"released.csv", "margins.csv", "certificate.json"} <= {p.name for p in out.iterdir()}
     check = runner.invoke(app, ["verify", str(out / "certificate.json"), "--published", str(out)])
     assert check.exit_code == 0, check.output
+    html = (out / "report" / "report.html").read_text(encoding="utf-8")
+    assert "Suppressed cells with the margins published" in html
     margins = pl.read_csv(out / "margins.csv")
     df = pl.read_csv(GRUNFELD)
     assert margins.filter(pl.col("margin") == "total")["total"][0] == pytest.approx(

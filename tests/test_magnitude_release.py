@@ -252,16 +252,19 @@ def _edited(value):
     return str(value) + "x"
 
 
-@pytest.mark.parametrize("size", [None, "market_value"])
-def test_every_edit_of_the_certificate_is_caught(tmp_path, size):
+@pytest.mark.parametrize(
+    ("size", "margins"), [(None, None), ("market_value", None), ("market_value", "industry")]
+)
+def test_every_edit_of_the_certificate_is_caught(tmp_path, size, margins):
     """Each leaf of a genuine certificate changed (number + 1, text + 'x', a flag flipped, null
     to text): verify never says verified, and never crashes."""
     import copy
 
     out = tmp_path / "rel"
+    keys = "year" if margins is None else "industry,period"
     release_magnitude(
-        GRUNFELD, keys="year", value="invest", unit="firm", target_kappa=3.5, holding=None,
-        size=size,
+        GRUNFELD, keys=keys, value="invest", unit="firm", target_kappa=9.0 if margins else 3.5,
+        size=size, margins=margins, insiders=1,
     ).write(out)  # fmt: skip
     doc = json.loads((out / "certificate.json").read_text())
     assert verify_certificate(doc, published=out).ok

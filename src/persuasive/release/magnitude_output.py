@@ -120,6 +120,22 @@ def magnitude_report(rel: Any, doc: Mapping[str, Any]) -> ReportContent:
         rows=_rows(dom),
         text="The largest contributions of the cells of highest κ, as shares of the cell total.",
     )
+    extra = []
+    if "attacker_low" in rel.cells.columns:
+        supp = rel.cells.filter(pl.col("suppressed")).select(
+            *p.keys, "kappa_primary", "kappa", "secondary", "attacker_low", "total",
+            "attacker_high",
+        )  # fmt: skip
+        extra.append(
+            Section(
+                "Suppressed cells with the margins published (custodian only)",
+                columns=supp.columns,
+                rows=_rows(supp),
+                text="κ before (primary) and with the margins published (docs/magnitude.md §6); "
+                "secondary: suppressed to protect another cell; the attacker's interval is the "
+                "range of the total over the non-negative solutions of the published equations.",
+            )
+        )
     return ReportContent(
         title=f"Persuasive Privacy report: magnitude table of “{p.value}”",
         sentence=str(doc["guarantee"]["statement"]),
@@ -127,6 +143,7 @@ def magnitude_report(rel: Any, doc: Mapping[str, Any]) -> ReportContent:
             released,
             compared,
             agree,
+            *extra,
             picture,
             preview_section(rel.published, "The published table (released.*)", missing="total"),
             certificate_section(doc),
