@@ -16,6 +16,7 @@ from persuasive.classes.receivers import NegativeBinomialReceiver, PoissonReceiv
 from persuasive.errors import ValidationError
 from persuasive.margins import MarginTable, attacker_intervals, worst_case_losses
 from persuasive.margins.known import NO_UPPER
+from persuasive.margins.table import margin_sums
 
 H = 3
 
@@ -41,10 +42,12 @@ def _fibre(t: MarginTable):
     cells = t.suppressed_index
     sec = t.secondary.ravel()[cells]
     lw, up = t.lower.ravel()[cells], t.upper.ravel()[cells]
-    rows, cols = np.unravel_index(cells, t.shape)
     ranges = []
     for k in range(cells.size):
-        cap = int(min(t.counts[rows[k]].sum(), t.counts[:, cols[k]].sum()))
+        cap = int(x.sum())
+        if t.counts.ndim == 2:
+            r, c = np.unravel_index(cells[k], t.shape)
+            cap = int(min(t.counts[r].sum(), t.counts[:, c].sum()))
         lo, hi = (H, cap) if sec[k] else (0, H - 1)
         lo, hi = max(lo, int(lw[k])), min(hi, int(up[k]))
         ranges.append(range(lo, hi + 1))
@@ -55,7 +58,7 @@ def _fibre(t: MarginTable):
         z = x.copy()
         z[cells] = y
         zz = z.reshape(t.shape)
-        if all(np.array_equal(zz.sum(axis=1 - a), t.counts.sum(axis=1 - a)) for a in (0, 1)):
+        if all(np.array_equal(margin_sums(zz, m), t.totals[m]) for m in t.margins):
             out.append(np.array(y))
     return cells, np.array(out)
 
@@ -444,3 +447,38 @@ def test_publication_lower_bound_is_valid_with_boxes() -> None:
     w = worst_case_losses(boxed, rec)
     assert w.kappa_published[0, 0] == pytest.approx(math.log(3.5), rel=1e-12)
     assert publication_lower_bound(boxed, rec, 2.0, H) == 0.0
+
+
+@pytest.mark.parametrize("margins", ["rows,cols", "0+1,2"])
+def test_posterior_marginals_with_boxes_are_the_enumerated_fibre(margins) -> None:
+    """posterior_marginals (exact DP) on the box-intersected supports against the marginals of
+    the enumerated boxed fibre, for one independent prior with cell-specific means."""
+    from persuasive.margins import posterior_marginals
+    from persuasive.priors.cells import IndependentCellsPrior
+
+    rng = np.random.default_rng(11)
+    shape = (3, 3) if margins == "rows,cols" else (2, 3, 2)
+    checked = 0
+    for _ in range(12):
+        x = rng.integers(0, 6, shape)
+        lo = np.where(rng.random(shape) < 0.4, np.maximum(x - 1, 0), 0)
+        up = np.where(rng.random(shape) < 0.4, x + rng.integers(0, 2, shape), NO_UPPER)
+        t = MarginTable(x, h=H, margins=margins, lower=lo, upper=up)
+        sec = t.hideable & (rng.random(shape) < 0.2)
+        t = t.with_suppressed(t.suppressed | sec, sec)
+        if not t.suppressed.any():
+            continue
+        cells, fibre = _fibre(t)
+        if fibre is None:
+            continue
+        mus = rng.uniform(0.5, 6.0, t.n_cells)
+        prior = IndependentCellsPrior([stats.poisson(m) for m in mus])
+        post = posterior_marginals(t, prior, method="exact")
+        w = _posterior(t, fibre, lambda c, mus=mus: stats.poisson(mus[c]))
+        for k in range(cells.size):
+            vals, probs = post.pmf(k)
+            want = np.array([w[fibre[:, k] == v].sum() for v in vals])
+            np.testing.assert_allclose(probs, want, atol=1e-12)
+            assert set(np.unique(fibre[:, k])) <= set(vals.tolist())
+        checked += 1
+    assert checked >= 4
