@@ -482,3 +482,22 @@ def test_posterior_marginals_with_boxes_are_the_enumerated_fibre(margins) -> Non
             assert set(np.unique(fibre[:, k])) <= set(vals.tolist())
         checked += 1
     assert checked >= 4
+
+
+def test_markov_chain_stays_in_the_boxes() -> None:
+    """The chain's moves and heat bath keep the box-intersected supports (no mass outside the
+    exact posterior's support) and it agrees with the exact DP within its error statement."""
+    from persuasive.margins import posterior_marginals
+    from persuasive.priors.cells import IndependentCellsPrior
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 6, (4, 4))
+    lo = np.where(rng.random((4, 4)) < 0.5, np.maximum(x - 1, 0), 0)
+    up = np.where(rng.random((4, 4)) < 0.5, x + 1, NO_UPPER)
+    t = MarginTable(x, h=4, margins="rows,cols", lower=lo, upper=up)
+    q = IndependentCellsPrior([stats.poisson(3.0)] * 16)
+    exact = posterior_marginals(t, q, method="exact")
+    chain = posterior_marginals(t, q, method="mcmc", rng=1)
+    assert not np.any(np.isfinite(chain.log_pmf) & ~np.isfinite(exact.log_pmf))
+    tv = 0.5 * np.abs(np.exp(exact.log_pmf) - np.exp(chain.log_pmf)).sum(axis=1)
+    assert np.all(tv <= chain.mc_error + 0.02)
