@@ -122,7 +122,9 @@ def _tails(c: Contributions, ks: Sequence[int]) -> tuple[NDArray[np.float64], ..
 
 
 def _independent_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
-    """A basis of the row space of a 0/1 matrix (pivoted QR; its pivots are well separated)."""
+    """A basis of the row space of a 0/1 matrix (pivoted QR). Every dropped row is checked to
+    lie in the span of the kept ones; if one does not, all rows are kept, which can only
+    enlarge the projection below (more explained: κ errs upwards)."""
     from scipy.linalg import qr
 
     if a.size == 0:
@@ -130,7 +132,12 @@ def _independent_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
     _, r, piv = qr(a.T, mode="economic", pivoting=True)
     d = np.abs(np.diag(r))
     rank = int(np.sum(d > 1e-9 * d[0])) if d.size and d[0] > 0 else 0
-    return a[np.sort(piv[:rank])]
+    kept, dropped = a[np.sort(piv[:rank])], a[np.sort(piv[rank:])]
+    if dropped.size:
+        coef, *_ = np.linalg.lstsq(kept.T, dropped.T, rcond=None)
+        if np.abs(kept.T @ coef - dropped.T).max() > 1e-8:
+            return a
+    return kept
 
 
 def _explained(a: NDArray[np.float64], v: NDArray[np.float64], c: int) -> float:
