@@ -23,7 +23,7 @@ import numpy as np
 
 from persuasive.errors import ValidationError
 
-__all__ = ["FIELDS", "MIP_OUTCOMES", "plan_section", "read_plan"]
+__all__ = ["FIELDS", "MIP_OUTCOMES", "plan_notes", "plan_section", "read_plan"]
 
 #: The keys of ``claim.plan``, in order.
 FIELDS = ("method", "mip_time_limit", "objective", "bound", "pattern", "mip", "optimal")
@@ -126,3 +126,34 @@ def plan_section(p: Any, table: Any) -> dict[str, Any]:
             "relative_gap": gap / n if n else 0.0,
         }
     }
+
+
+def plan_notes(p: Any, section: dict[str, Any]) -> list[str]:
+    """The certificate's note on the plan (none without one), in words, from ``claim.plan``
+    and the recomputed section."""
+    if not p.plan:
+        return []
+    plan, sec = dict(p.plan), section["plan"]
+    by = (
+        "by the mixed-integer program (HiGHS)"
+        if plan["pattern"] == "mip"
+        else "by the greedy planner"
+        + {None: "", "too_large": " (the table is beyond the program's reach)"}.get(
+            plan["mip"], f" (the program's outcome: {plan['mip']})"
+        )
+    )
+    proof = {True: "proven optimal", False: "not optimal", None: "not proven optimal"}[
+        plan["optimal"]
+    ]
+    return [
+        f"The {sec['secondary']} secondary cells were chosen {by} and are {proof} for the "
+        f"objective '{plan['objective']}', as the custodian states (claim.plan). "
+        + (
+            f"Whatever the true table, no pattern meeting the target has fewer than "
+            f"{sec['lower_bound']:g} secondary cells (a bound recomputed from the publication "
+            "alone)."
+            if sec["lower_bound"] > 0
+            else "The publication alone bounds their number by 0 only: it does not show which "
+            "small cells need protection."
+        )
+    ]

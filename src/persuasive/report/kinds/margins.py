@@ -298,7 +298,7 @@ class MarginsKind:
     def certify(self, p: MarginsParams, publication: Publication | None = None) -> Body:
         from persuasive.margins import worst_case_losses
         from persuasive.report import margins_certificate as mc
-        from persuasive.report.margins_plan import plan_section
+        from persuasive.report.margins_plan import plan_notes, plan_section
 
         if publication is None or publication.payload is None:
             raise ValidationError(
@@ -306,6 +306,7 @@ class MarginsKind:
                 "folder, e.g. persuasive verify CERT.json --published DIR"
             )
         _, table, labels = publication.payload
+        plan = plan_section(p, table)
         # with the claim's target, the switching bound certifies the cells of components too
         # large for the exact DP whose bound over every consistent table meets it
         worst = worst_case_losses(
@@ -384,8 +385,9 @@ class MarginsKind:
                 *([HIERARCHY_NOTE] if p.hierarchy else []),
                 *([KNOWN_NOTE.format(n=len(p.known))] if p.known else []),
                 *([APRIORI_NOTE.format(n=len(p.apriori))] if p.apriori else []),
+                *plan_notes(p, plan),
             ],
-            extra={"cells": cells, **plan_section(p, table)},
+            extra={"cells": cells, **plan},
         )
 
 
