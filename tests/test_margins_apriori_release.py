@@ -200,3 +200,26 @@ def test_planner_does_not_rely_on_hiding_a_cell_the_receiver_bounds() -> None:
     unbounded = MarginTable(plain.counts, h=10, margins="rows,cols").with_suppressed(pattern, sec)
     assert worst_case_losses(unbounded, rec).kappa_published.max() <= 4.5
     assert worst_case_losses(plain, rec).kappa_published.max() > 4.5
+
+
+def test_a_pinned_box_is_a_known_cell_in_the_release(tmp_path: Path) -> None:
+    """lower = upper = 6 for (3, 1): published with its count although below h, listed in
+    claim.known and claim.apriori, and the certificate verifies."""
+    df = pl.read_csv(DATA / "fair_crosstab.csv")
+    ap = pl.DataFrame({"religious": [3], "occupation": [1], "lower": [6], "upper": [6]})
+    rel = release_table_with_margins(
+        df,
+        keys=["religious", "occupation"],
+        count="n",
+        h=10,
+        receiver=NegativeBinomialReceiver(1, 40, 1),
+        margins="rows,cols",
+        apriori=ap,
+    )
+    assert rel.table.known[2, 0] and not rel.table.suppressed[2, 0]
+    doc = publish(rel, OutputFolder(tmp_path / "pin")).document
+    assert doc["claim"]["known"] == [["3", "1"]]
+    assert doc["claim"]["apriori"] == [{"key": ["3", "1"], "lower": 6, "upper": 6}]
+    row = rel.published.filter((pl.col("religious") == 3) & (pl.col("occupation") == 1))
+    assert row["n"].to_list() == [6]
+    assert verify_certificate(tmp_path / "pin" / "certificate.json", published=tmp_path / "pin").ok
