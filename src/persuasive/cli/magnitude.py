@@ -2,8 +2,10 @@
 released by the PP sensitivity rule, beside the p% and (n,k)-dominance rules.
 
 Every cell whose certified κ against outsiders and coalitions of up to ``--insiders`` insiders
-exceeds ``--target-kappa`` is suppressed (``docs/magnitude.md``). Exit status 0 when the
-certificate holds, 2 on bad input (one ``error:`` line), 3 on an internal error.
+exceeds ``--target-kappa`` is suppressed (``docs/magnitude.md``); with ``--margins``, secondary
+suppression until every suppressed cell is certified too, or a refusal. Exit status 0 when the
+certificate holds, 1 when refused (nothing written), 2 on bad input (one ``error:`` line), 3 on
+an internal error.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def magnitude_cmd(
 ) -> None:
     """Release the cell totals of a value by the PP sensitivity rule (magnitude tables).
 
-    Exit 0 when the certificate holds, 2 on bad input, 3 on an internal error.
+    Exit 0 when the certificate holds, 1 when refused with --margins (nothing written), 2 on
+    bad input, 3 on an internal error.
     """
     from persuasive import _validation as v
     from persuasive.magnitude.certificate import MagnitudeClass
