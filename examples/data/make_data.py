@@ -13,7 +13,9 @@ downloaded), read through :mod:`persuasive.release.data`:
   three groups (:func:`fair_hierarchy`): ``group``, ``occupation``, ``religious``, ``n``, for
   the hierarchical release of ``docs/margins_release.md`` ("Hierarchies");
 * ``fair_known.csv`` — the key columns of two cells of ``fair_crosstab.csv`` taken as already
-  public (``--known``, "What the Receiver already knows").
+  public (``--known``, "What the Receiver already knows");
+* ``fair_apriori.csv`` — a-priori bounds on three cells of ``fair_crosstab.csv`` (``--apriori``:
+  the key columns, ``lower``, ``upper``; ``docs/margins_apriori.md``).
 
 Run from the repository root: ``python examples/data/make_data.py``.
 """
@@ -48,7 +50,18 @@ def main() -> None:
     load_fair_crosstab().write_csv(HERE / "fair_crosstab.csv")
     fair_hierarchy().write_csv(HERE / "fair_hierarchy.csv")
     pl.DataFrame({"religious": [1, 3], "occupation": [1, 1]}).write_csv(HERE / "fair_known.csv")
-    names = ("counts.csv", "fair.csv", "fair_crosstab.csv", "fair_hierarchy.csv", "fair_known.csv")
+    bounds = {"lower": [3, 5, 20], "upper": [None, 9, 30]}  # (3, 1) >= 3, (4, 1) in [5, 9], ...
+    pl.DataFrame({"religious": [3, 4, 1], "occupation": [1, 1, 6], **bounds}).write_csv(
+        HERE / "fair_apriori.csv"
+    )
+    names = (
+        "counts.csv",
+        "fair.csv",
+        "fair_crosstab.csv",
+        "fair_hierarchy.csv",
+        "fair_known.csv",
+        "fair_apriori.csv",
+    )
     for name in names:
         print(f"wrote examples/data/{name} ({(HERE / name).stat().st_size} bytes)")
 
