@@ -252,18 +252,15 @@ def release_magnitude(
         pl.Series("suppressed", suppressed),
     )
     rules = {"p": float(v.real("p", p, low=0.0)), "n": n_rule, "k": k_rule}
+    common: dict[str, Any] = {
+        "published": published,
+        "params": params,
+        "contributors": c,
+        "certificate": cert,
+        "rules": rules,
+    }
     if plan is None:
-        return display.read_from(
-            MagnitudeRelease(
-                published=published,
-                cells=cells,
-                params=params,
-                contributors=c,
-                certificate=cert,
-                rules=rules,
-            ),
-            frame,
-        )
+        return display.read_from(MagnitudeRelease(cells=cells, **common), frame)
     from persuasive.release.magnitude_margins import MagnitudeMarginsRelease
 
     cells = cells.with_columns(
@@ -272,16 +269,7 @@ def release_magnitude(
         pl.Series("attacker_low", plan.low),
         pl.Series("attacker_high", plan.high),
     )
-    return display.read_from(
-        MagnitudeMarginsRelease(
-            published=published,
-            cells=cells,
-            params=params,
-            contributors=c,
-            certificate=cert,
-            rules=rules,
-            margins=plan.margins,
-            refusal=plan.refused,
-        ),
-        frame,
+    release = MagnitudeMarginsRelease(
+        cells=cells, margins=plan.margins, refusal=plan.refused, **common
     )
+    return display.read_from(release, frame)
