@@ -270,3 +270,24 @@ def test_size_column_is_summed_and_checked():
             df.with_columns(pl.Series("emp", [1.0, 0.0, 1.0, 1.0])),
             keys=["k"], value="v", unit="id", size="emp",
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("s", [0.1, 10.0, 1e4])
+def test_interval_score_worst_case_is_one(s):
+    """docs/magnitude.md §2: for any interval length s some prior of the class has x_i outside
+    its prior interval and inside its posterior one (relative interval score 1), by the
+    posterior mean computed with the generic conditioning formula."""
+    x = np.array([5.0, 3.0, 1.0])
+    cls = MagnitudeClass(1.0, 1.0, 1.0)
+    a = np.ones((1, 3))
+    scale = 4.0 * s  # spreads proportional to size, all scaled up: still in the class
+    sig = np.diag((scale * x) ** 2)
+    rho = math.sqrt(sig[0, 0] / sig.sum())
+    w = math.sqrt(cls.r1)
+    mu = x.copy()
+    mu[0] = x[0] - rho * math.sqrt(sig[0, 0]) * w
+    mu[1:] = (x.sum() - w * math.sqrt(sig.sum()) - mu[0]) / 2  # total's error is w sds
+    gain = sig @ a.T / float(a @ sig @ a.T)
+    post_mean = mu + (gain @ (a @ x - a @ mu)).ravel()
+    assert abs(x[0] - mu[0]) > s / 2  # outside the prior's interval [μ ± s/2]
+    assert post_mean[0] == pytest.approx(x[0], rel=1e-12)  # the posterior's centre
