@@ -19,8 +19,9 @@ certificate and verification of ``rel.write(folder)``) against ``pyarrow.parquet
 Every time is the best of several repeats after a warm-up; the copy and the two goal cases are
 timed in interleaved rounds (the best of each kept), so that a busy spell of a shared machine
 does not fall on one of them only. A last line gives the fixed cost of a release (parameter
-checks, the data-independent certificate: timed on a 1-row frame), which dominates at small n.
-No asserts.
+checks, the data-independent certificate: timed on a 1-row frame), which dominates at small n,
+and another the passes of a release timed alone (the negatives check, the key order of the
+sorted keys, the key table of the shuffled keys, the published column). No asserts.
 
 Run: ``python benchmarks/bench_release_table.py [--sizes 1e6,1e7,1e8] [--parquet 1e7]``
 """
@@ -33,7 +34,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from persuasive.classes.receivers import PoissonReceiver
+from persuasive.release import table_cells, table_keys
 from persuasive.release.tables import release_table
 
 H = 5
@@ -62,7 +64,9 @@ def _release(df: pl.DataFrame, keys: str | list[str]) -> Callable[[], object]:
     return lambda: release_table(df, keys=keys, count="n", h=H, receiver=RECEIVER)
 
 
-def _cases(n: int, counts: np.ndarray, perm: np.ndarray):  # type: ignore[no-untyped-def]
+def _cases(
+    n: int, counts: np.ndarray, perm: np.ndarray
+) -> Iterator[tuple[str, str | list[str], pl.DataFrame]]:
     """(name, keys, frame) built one at a time, so that at most two key sets are in memory."""
     cnt = pl.Series("n", counts)
     k = np.arange(n, dtype=np.int64)
@@ -106,6 +110,7 @@ def in_memory(n: int, rng: np.random.Generator) -> None:
     for _ in range(rounds):
         for name, fn in [("copy", copy)] + [(c, _release(df, k)) for c, k, df in goal_cases]:
             times[name] = min(times.get(name, math.inf), best(fn, repeats))
+    parts = _parts(goal_cases, repeats)
     del goal_cases
     gc.collect()
     for name, keys, df in cases:
@@ -134,6 +139,33 @@ def in_memory(n: int, rng: np.random.Generator) -> None:
         f"  (of which fixed, any n    : {fixed * 1e3:9.2f} ms  = {fixed / t_copy:.2f}x: "
         "parameter checks, certificate, frame set-up; timed on a 1-row frame)"
     )
+    print(
+        "  (parts, ratio to copy     : "
+        + ", ".join(f"{k} {t / t_copy:.2f}x" for k, t in parts.items())
+        + ")"
+    )
+
+
+def _parts(
+    goal_cases: list[tuple[str, str | list[str], pl.DataFrame]], repeats: int
+) -> dict[str, float]:
+    """The passes of the two goal cases, each timed alone (:mod:`persuasive.release.table_cells`,
+    :mod:`persuasive.release.table_keys`): where the time of a release goes."""
+    (_, _, ordered), (_, _, shuffled) = goal_cases
+    cells = table_cells.read_cells(ordered, ("cell",), "n")
+    shuffled_cells = table_cells.read_cells(shuffled, ("cell",), "n")
+    return {
+        "negatives": best(lambda: table_cells._no_negative(ordered.get_column("n")), repeats),
+        "key order (sorted)": best(
+            lambda: table_keys._increasing([ordered.get_column("cell")]), repeats
+        ),
+        "key table (shuffled)": best(
+            lambda: table_keys._check_unique(shuffled_cells, ("cell",)), repeats
+        ),
+        "published column": best(
+            lambda: table_cells.published_column(cells, ("cell",), "n", H), repeats
+        ),
+    }
 
 
 def parquet(n: int, rng: np.random.Generator) -> None:
