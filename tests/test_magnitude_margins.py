@@ -211,3 +211,16 @@ def test_bad_margins(margins, r2, message):
             GRUNFELD, keys="industry,period", value="invest", unit="firm", target_kappa=4.0,
             margins=m, r2=r2,
         )  # fmt: skip
+
+
+def test_public_sizes_make_the_margins_pattern_independent_of_the_values():
+    """With --size the primary and secondary pattern depends on public data only: the
+    same with the values shuffled and scaled."""
+    df = pl.read_csv(GRUNFELD)
+    other = df.with_columns(pl.col("invest").shuffle(seed=3) * 5.0)
+    kw = dict(keys="industry,period", value="invest", unit="firm", size="market_value",
+              insiders=0, target_kappa=5.0, margins="industry,period,total")  # fmt: skip
+    a, b = release_magnitude(df, **kw), release_magnitude(other, **kw)
+    assert a.cells["secondary"].sum() > 0
+    assert a.cells["suppressed"].to_list() == b.cells["suppressed"].to_list()
+    assert a.cells["secondary"].to_list() == b.cells["secondary"].to_list()

@@ -21,7 +21,8 @@ with :math:`Z_c = \sum_{j \in c} z_j^2` and :math:`Z^{-m}_d` the same without th
 margin of :math:`10^{-8}` is taken off it, so κ errs upwards.
 
 Secondary suppression is greedy: while some suppressed cell's κ exceeds the target, the
-published cell of smallest total sharing a margin with the worst one is suppressed too
+published cell sharing a margin with a suppressed one that lowers the worst κ most (ties: the
+smallest total, or with public sizes the smallest sum of squared sizes) is suppressed too
 (suppressing more never raises a κ); if no such cell can help, the release is refused. The
 attacker's intervals (τ-Argus' protection levels) are the range of each suppressed total over
 the non-negative solutions of :math:`L y_S = b` (linear programs, HiGHS).
@@ -206,7 +207,9 @@ def protect(
         explained = share[cell] * g
         return math.inf if explained >= 1.0 else cls.r1 - math.log1p(-explained)
 
-    totals = c.total
+    # ties are broken by the smallest total, or with public sizes by the smallest Σ z², so
+    # that the whole pattern depends on public data only (docs/magnitude.md §5)
+    totals = c.total if c.size is None else z_all
     while True:
         s_idx = np.flatnonzero(supp)
         for cell in s_idx:
