@@ -26,9 +26,9 @@ from persuasive.report.kinds import Body, Publication, need, one_file
 __all__ = ["KIND", "MARGIN_NOTES", "margin_name"]
 
 MARGIN_NOTES = (
-    "The margins are certified against independent priors (r2 = 1) whose spreads are "
-    "proportional to size up to the factor γ across the whole table, by a bound that is not "
-    "attained in general (docs/magnitude.md §6).",
+    "The cells and margins are certified together, against priors independent across all "
+    "contributions (r2 = 1) whose spreads are proportional to size up to the factor γ across "
+    "the whole table, by a bound that is not attained in general (docs/magnitude.md §6).",
 )
 
 
@@ -65,7 +65,8 @@ class MagnitudeMarginsKind(MagnitudeKind):
 
     def certify(self, p: MagnitudeParams, publication: Publication | None = None) -> Body:
         body = super().certify(p, publication)
-        return Body(body.guarantee, [*body.notes, *MARGIN_NOTES])
+        # the cells are no longer certified one by one: the margins note replaces the first
+        return Body(body.guarantee, [*MARGIN_NOTES, *body.notes[1:]])
 
     def read_publication(self, p: MagnitudeParams, files: Mapping[str, Path]) -> Publication:
         from persuasive.files.parsing import real_expr
