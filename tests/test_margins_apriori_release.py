@@ -133,7 +133,7 @@ def test_release_certificate_against_enumeration(tmp_path: Path) -> None:
     """A 3 x 3 release with bounds: the certificate's κ published of every suppressed cell is
     the maximum over the boxed fibre (enumerated here), and every attained loss (the audit at
     the true table, each end of the mean range) is at most it."""
-    from tests.test_margins_apriori import _enumerated_kappa
+    from test_margins_apriori import _enumerated_kappa
 
     df = pl.DataFrame(
         {"r": [0, 0, 0, 1, 1, 1, 2, 2, 2], "c": [0, 1, 2] * 3, "n": [1, 2, 9, 2, 0, 8, 7, 6, 12]}
