@@ -1,6 +1,12 @@
 r"""The greedy search of :func:`persuasive.margins.planner.plan_suppression` (one run per
 strategy): flat masks, component labels, exact per-component bounds, candidate moves and
 pruning. The algorithm and its guarantee are stated in :mod:`persuasive.margins.planner`.
+
+A component is split into its parts independent a posteriori before the DP: those linked by
+the published margins that no finer published margin implies (:mod:`persuasive.margins.implied`;
+a grand total or a hierarchy's coarse subtotals link everything, yet add no constraint). Each
+part is computed (and cached) alone, as :func:`~persuasive.margins.posterior_marginals` does:
+its posterior is the same, and a move only recomputes the part it changes.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from persuasive._progress import task
 from persuasive.errors import ValidationError
 from persuasive.margins import dp
 from persuasive.margins.constraints import constraint_system, full_incidence, independent_rows
+from persuasive.margins.implied import implied_free_rows, independent_parts
 from persuasive.margins.planning import (
     InfeasiblePlanError,
     Model,
@@ -44,6 +51,18 @@ class _Component:
     bounds: NDArray[np.float64]
 
 
+def _join(cells: NDArray[np.intp], parts: list[Any]) -> _Component:
+    """The component of ``cells`` from those of its independent parts (their union)."""
+    width = max(p.log_pmf.shape[1] for p in parts)
+    log_pmf = np.full((cells.size, width), -np.inf)
+    bounds = np.empty(cells.size)
+    for p in parts:
+        at = np.searchsorted(cells, p.cells)
+        log_pmf[at, : p.log_pmf.shape[1]] = p.log_pmf
+        bounds[at] = p.bounds
+    return _Component(cells, log_pmf, bounds)
+
+
 class _State:
     """One run: flat masks, component labels, exact bounds (nan on large components)."""
 
@@ -52,6 +71,8 @@ class _State:
         self.table, self.model, self.x, self.h = table, model, table.counts.ravel(), table.h
         A, _ = full_incidence(table)
         self.A, self.AT = A.tocsr(), sparse.csr_array(A.T)
+        sizes = [math.prod(table.shape[a] for a in m) for m in table.margins]
+        self.AsT = sparse.csr_array(self.A[implied_free_rows(self.A, sizes)].T)
         self.sup, self.sec = table.suppressed.ravel().copy(), table.secondary.ravel().copy()
         self.known = table.known.ravel()  # never a candidate nor a partner
         self.d = disclosure_loss(model, self.x, table.box)  # conditioned on a-priori boxes
@@ -97,6 +118,12 @@ class _State:
         key = cells.tobytes()
         if key in self.cache:
             return self.cache[key]
+        parts = independent_parts(self.AsT, cells) if cells.size > 1 else [cells]
+        if len(parts) > 1:  # independent a posteriori (margins.implied): each part alone
+            comps = [self.evaluate(p, sec, max_states) for p in parts]
+            joined = None if any(c is None for c in comps) else _join(cells, comps)
+            self.cache[key] = joined
+            return joined
         A = sparse.csr_array(self.A[self.entries(cells)][:, cells])
         b = (A @ self.x[cells]).astype(np.int64)
         lo = np.maximum(np.where(sec[cells], self.h, 0), self.table.lower.ravel()[cells])
@@ -189,6 +216,12 @@ class _State:
                     queue.append(p)
         return move
 
+    def on_large(self, labels: NDArray[np.intp]) -> bool:
+        """Some of ``labels`` (component labels, -1 for none) is a large component."""
+        if not self.large:
+            return False
+        return bool(np.isin(labels, np.fromiter(self.large, np.intp, len(self.large))).any())
+
     def merged(self, move: list[int]) -> NDArray[np.intp]:
         """The component the cells of ``move`` would form with their neighbours'."""
         near = self.label[self.A[self.entries(move)].indices]
@@ -198,8 +231,7 @@ class _State:
         """Hide ``c`` tentatively: (key or None if the DP is needed and ``max_states`` is
         None, move, merged component, its exact bounds, evaluated); smaller keys win."""
         sup, sec = self.sup.copy(), self.sec.copy()
-        labs = self.label[self.A[self._row(self.AT, c)].indices]
-        on_large = any(int(t) in self.large for t in labs)
+        on_large = self.on_large(self.label[self.A[self._row(self.AT, c)].indices])
         self.met_exact |= not on_large
         if self.moves and not on_large:
             move = self.closure(w, c, sup, sec)
@@ -210,7 +242,7 @@ class _State:
         n_det, w_det = int((det & self.needy).sum()), bool(det[w])
         near = self.label[self.A[self.entries(move)].indices]
         cost = float(self.cost[move].sum())
-        if any(int(t) in self.large for t in near[near >= 0]):  # the structural test only
+        if self.on_large(near):  # the structural test only
             key = (3, cost, n_det) if not w_det else (4, n_det, cost)
             return key, move, None, None, True
         merged = self.merged(move)
