@@ -35,7 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
-from persuasive.margins.known import NO_UPPER, check_bounds, known_cells, pl_boolean
+from persuasive.margins.known import NO_UPPER, check_bounds
 
 Margin = tuple[int, ...]
 
@@ -388,70 +388,16 @@ class MarginTable:
         cell of count 0; with ``absent="structural"`` each is a structural zero (a known cell
         of count 0, not published; ``docs/release.md``, "Sparse tables and structural zeros").
         ``known`` names a boolean column marking the cells the Receiver knows a priori, or is a
-        frame of their key values (:func:`known_cells`). ``apriori`` is a frame or file of
-        a-priori bounds (:func:`persuasive.margins.apriori.apriori_bounds`).
+        frame of their key values (:func:`~persuasive.margins.known.known_cells`);
+        ``apriori`` is a frame or file of a-priori bounds
+        (:func:`~persuasive.margins.known.apriori_bounds`).
         """
-        if absent not in (None, "zero", "structural"):
-            raise ValidationError(
-                f"absent must be None (a complete grid), 'zero' (absent combinations are "
-                f"counts of zero) or 'structural' (structural zeros); got {absent!r:.60}"
-            )
-        keys = [keys] if isinstance(keys, str) else list(keys)
-        need = [*keys, count, *([known] if isinstance(known, str) else [])]
-        missing = [c for c in need if c not in frame.columns]
-        if missing:
-            raise ValidationError(f"frame has no column {missing[0]!r}; columns {frame.columns}")
-        levels = {k: sorted(frame[k].unique().to_list()) for k in keys}
-        shape = tuple(len(levels[k]) for k in keys)
-        size = int(np.prod(shape))
-        sparse = absent in ("zero", "structural") and frame.height < size
-        if sparse and size > 10**8:
-            raise ValidationError(
-                f"the grid over {keys} has {size:,} combinations, above the limit of "
-                "100,000,000 cells; use fewer or coarser keys"
-            )
-        if (frame.height != size and not sparse) or frame.select(keys).is_duplicated().any():
-            raise ValidationError(
-                f"frame must hold each of the {size} key combinations exactly once (a complete "
-                f"grid over {keys}; absent='zero' makes absent combinations counts of zero); "
-                f"got {frame.height} rows"
-            )
-        idx = tuple(
-            np.searchsorted(np.array(levels[k], dtype=object), frame[k].to_numpy()) for k in keys
-        )
-        arr = np.zeros(shape, dtype=np.float64)
-        arr[idx] = frame[count].to_numpy()
-        structural = None
-        if absent == "structural" and sparse:
-            structural = np.ones(shape, dtype=bool)
-            structural[idx] = False
-        known_mask = None
-        if isinstance(known, str):
-            col = frame[known]
-            if col.dtype != pl_boolean() or col.null_count():
-                raise ValidationError(
-                    f"known: column {known!r} must be boolean (true for a cell the Receiver "
-                    f"knows), with no missing value; got {col.dtype}"
-                )
-            known_mask = np.zeros(shape, dtype=bool)
-            known_mask[idx] = col.to_numpy()
-        elif known is not None:
-            known_mask = known_cells(known, keys, levels, structural)
-        lower = upper = None
-        if apriori is not None:
-            from persuasive.margins.known import apriori_bounds
+        from persuasive.margins.table_frame import frame_grid
 
-            lower, upper = apriori_bounds(apriori, keys, levels, structural)
-            bad = np.argwhere((arr < lower) | (arr > upper))
-            if bad.size:  # name the cell by its labels (MarginTable knows only positions)
-                cell = tuple(int(i) for i in bad[0])
-                shown = ", ".join(f"{k}={levels[k][i]!r}" for k, i in zip(keys, cell, strict=True))
-                top = "none" if upper[cell] == NO_UPPER else str(int(upper[cell]))
-                raise ValidationError(
-                    f"apriori: the cell ({shown}) has count {arr[cell]:g}, outside its a-priori "
-                    f"bounds [{int(lower[cell])}, {top}]: bounds must hold for the true table "
-                    "(lower <= count <= upper)"
-                )
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        arr, levels, structural, known_mask, lower, upper = frame_grid(
+            frame, keys, count, absent, known, apriori
+        )
         table = cls(
             arr,
             h=h,
