@@ -84,7 +84,7 @@ from persuasive.margins.worst_fields import (
     posterior_fields,
     switching_grid,
 )
-from persuasive.priors.cells import IndependentCellsPrior
+from persuasive.priors.cells import IndependentCellsPrior, _Scipy
 
 __all__ = [
     "WorstCaseLosses",
@@ -379,7 +379,16 @@ def _common_prior(receiver: Receiver, n: int) -> IndependentCellsPrior:
     else:
         mu = _worst_mean(receiver)
         law = _family(receiver, mu if mu > 0 else 1.0)
-    return IndependentCellsPrior([law] * n)
+    # one law for every cell: its group built at once (IndependentCellsPrior([law] * n) checks
+    # each of the n cells, seconds on the grid of a hierarchy), the same prior
+    group = _Scipy(
+        np.arange(n, dtype=np.intp),
+        law.dist,
+        tuple(np.full(n, float(a)) for a in law.args),
+        {k: np.full(n, float(x)) for k, x in law.kwds.items()},
+        (law,) * n,
+    )
+    return IndependentCellsPrior._from_groups(n, (group,))
 
 
 def meets(worst: WorstCaseLosses, kappa: float) -> NDArray[np.bool_]:
