@@ -235,12 +235,27 @@ def exposed(
     sup: NDArray[np.bool_],
     sec: NDArray[np.bool_],
     h: int,
+    box: Any = None,
 ) -> NDArray[np.bool_]:
-    """Exposed entries (rows of the entry x cell incidence ``A``): see the module docstring."""
+    """Exposed entries (rows of the entry x cell incidence ``A``): see the module docstring.
+
+    With ``box`` (the table's flat a-priori bounds, :attr:`MarginTable.box`) an entry is also
+    exposed when its hidden cells sit at the lower (or all at the upper) ends of their supports
+    intersected with their boxes; without it, of ``[0, h-1]`` and ``[h, inf)``."""
     n_sup = A @ sup.astype(np.int64)
     res = A @ np.where(sup, x, 0)
-    n_sec = A @ sec.astype(np.int64)
-    tight = (res == h * n_sec) | ((n_sec == 0) & (res == (h - 1) * n_sup))
+    if box is None:
+        n_sec = A @ sec.astype(np.int64)
+        tight = (res == h * n_sec) | ((n_sec == 0) & (res == (h - 1) * n_sup))
+    else:
+        lw, up = box
+        lo = np.where(sec, np.maximum(lw, h), lw)
+        hi = np.where(sec, up, np.minimum(up, h - 1))
+        open_ = sup & (hi == np.iinfo(np.int64).max)
+        top = np.minimum(hi, np.int64(1) << 40)  # larger ends never meet a residual
+        tight = (res == A @ np.where(sup, lo, 0)) | (
+            (A @ open_.astype(np.int64) == 0) & (res == A @ np.where(sup & ~open_, top, 0))
+        )
     return (n_sup >= 1) & ((n_sup == 1) | tight)
 
 
@@ -270,7 +285,7 @@ def cover_rows(table: MarginTable, needy: NDArray[np.bool_]) -> tuple[Any, NDArr
     A, _ = full_incidence(table)
     A = A.tocsr()
     sup = table.suppressed.ravel()
-    ex = exposed(A, table.counts.ravel(), sup, table.secondary.ravel(), table.h)
+    ex = exposed(A, table.counts.ravel(), sup, table.secondary.ravel(), table.h, table.box)
     return A, np.flatnonzero(ex & (A @ (needy & sup).astype(np.int64) > 0))
 
 
