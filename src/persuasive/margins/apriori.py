@@ -90,8 +90,12 @@ def _lse_rows(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def log_box_mass(
     logpmf: Any, logcdf: Any, logsf: Any, lower: NDArray[np.int64], upper: NDArray[np.int64]
 ) -> NDArray[np.float64]:
-    r""":math:`\log P(a \le X \le b)` per entry, for a law given by vectorised ``logpmf``,
-    ``logcdf``, ``logsf`` (each ``f(values, rows)``: ``rows`` indexes the laws).
+    r"""The log mass of a box per entry,
+
+    .. math:: \log F([a, \bar a]) = \log \sum_{y=a}^{\bar a} F(y),
+
+    for a law given by vectorised ``logpmf``, ``logcdf``, ``logsf`` (each ``f(values, rows)``:
+    ``rows`` indexes the entries; ``upper`` :data:`NO_UPPER` is :math:`\bar a = \infty`).
 
     A box at most :data:`MAX_DIRECT` wide sums the pmf (logsumexp); an open box
     :math:`[a, \infty)` is :math:`\log P(X \ge a)`; a wider finite box is the difference of the
@@ -177,9 +181,14 @@ def _prop8_boxed(table: Any, receiver: Any, small: NDArray[np.bool_], out: tuple
 def box_surprise(
     receiver: Any, values: Any, lower: Any = None, upper: Any = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r""":math:`B(v) = \max_{\mu \in \{\mu_-, \mu_+\}} -\log F_\mu(v \mid a \le X \le b)` and the
-    mean attaining it (``lower``, ``upper`` broadcast against ``values``; None: no box, then
-    exactly :func:`~persuasive.margins.worst.surprise`).
+    r"""The disclosure loss conditioned on an a-priori box, and the mean attaining it,
+
+    .. math:: B(v) = \max_{\mu \in \{\mu_-, \mu_+\}} \big[-\log F_\mu(v)
+              + \log F_\mu([a, \bar a])\big]
+              = \sup_{\mu \in [\mu_-, \mu_+]} -\log F_\mu(v \mid a \le X \le \bar a),
+
+    with ``lower`` (:math:`a`) and ``upper`` (:math:`\bar a`) broadcast against ``values``
+    (None: no box, then exactly :func:`surprise`).
 
     Exact (module docstring: convex in the natural parameter, so the supremum over the mean
     range is at an end). A value outside its box has prior mass 0 (its B is never used).
