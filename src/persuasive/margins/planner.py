@@ -316,7 +316,7 @@ def plan_suppression(
     if not table.margins:  # nothing to plan: Prop 8
         st = _State(table, model, (r_, kap, bnd, cost, STRATEGIES[0], cache))
         prop8 = audit(table, model, r_, max_states=max_states, rng=rng)
-        if np.any(bound_of(prop8, bnd)[st.sup] > kap):
+        if np.any(bound_of(prop8, bnd)[st.active][st.sup] > kap):
             raise InfeasiblePlanError(
                 f"no margin is published: hiding more cells cannot lower Prop 8's bound "
                 f"{prop8.max_upper:.4g} > kappa = {kap:g}; raise kappa or h"
@@ -341,7 +341,8 @@ def plan_suppression(
             finally:
                 met_exact[k] = st.met_exact
             st.prune(max_states)
-            runs.append((int(np.isnan(st.bound[st.sup]).sum()), float(cost[st.sec].sum()), k, st))
+            n_large, spent = int(np.isnan(st.bound[st.sup]).sum()), float(st.cost[st.sec].sum())
+            runs.append((n_large, spent, k, st))
             if runs[-1][:2] <= (0, lb):
                 break  # every cell exact and the cost at the lower bound: optimal
         advance(len(STRATEGIES) - k)  # the last run, and those a break skipped
@@ -372,7 +373,7 @@ def _verify(
     t = st.table
     rounds = 0
     while True:
-        cur = t.with_suppressed(st.sup.reshape(t.shape), st.sec.reshape(t.shape))
+        cur = t.with_suppressed(st.dense(st.sup), st.dense(st.sec))
         # the chain runs once, at the end: the rounds below only need the exact components
         post = st.posterior() if st.large else None
         target = None if st.large else st.kappa  # the switching bound too, at the end only
@@ -388,7 +389,7 @@ def _verify(
         # cells the published table pins down, and protect them too
         rounds += 1
         att = attacker_intervals(cur)
-        pinned = att.cells[att.exposed]
+        pinned = st.compact(att.cells[att.exposed])  # the search's cells
         pinned = pinned[st.needy[pinned] & np.isnan(st.bound[pinned])]
         if pinned.size == 0:
             break
@@ -403,8 +404,9 @@ def _verify(
 def _result(
     st: _State, worst: WorstCaseLosses, lb: float, obj: str, max_states: int, mcmc: bool
 ) -> SuppressionPlan:
-    t, sup, kap = st.table, st.sup, st.kappa
-    final = t.with_suppressed(sup.reshape(t.shape), st.sec.reshape(t.shape))
+    t, kap = st.table, st.kappa
+    final = t.with_suppressed(st.dense(st.sup), st.dense(st.sec))
+    sup = final.suppressed.ravel()
     vals = bound_of(worst, st.bnd)
     unc = np.flatnonzero(sup & ~worst.certified.ravel())
     big = np.flatnonzero(sup & ~worst.computed_exactly.ravel())
@@ -429,7 +431,7 @@ def _result(
                 else "the Markov-chain audit was skipped (mcmc_audit=False)"
             )
         )
-    value = float(st.cost[final.secondary.ravel()].sum())
+    value = float(st.cost[st.sec].sum())
     # proven bounds: exact, else the switching bound or B(x); unc is empty exactly then
     certified = bool(np.all(vals[sup] <= kap))
     return SuppressionPlan(

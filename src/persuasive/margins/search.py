@@ -64,18 +64,28 @@ def _join(cells: NDArray[np.intp], parts: list[Any]) -> _Component:
 
 
 class _State:
-    """One run: flat masks, component labels, exact bounds (nan on large components)."""
+    """One run: flat masks, component labels, exact bounds (nan on large components).
+
+    Every array is over the cells that are not structural zeros (``active``, C order: a
+    structural zero is never suppressed, a candidate nor a partner, and adds 0 to every total),
+    so nothing scales with the combinations a hierarchy does not nest; ``dense`` and
+    ``compact`` convert to and from the table's flat indices."""
 
     def __init__(self, table: MarginTable, model: Model, args: tuple[Any, ...]) -> None:
-        self.r, self.kappa, self.bnd, self.cost, strategy, self.cache = args
-        self.table, self.model, self.x, self.h = table, model, table.counts.ravel(), table.h
+        self.r, self.kappa, self.bnd, cost, strategy, self.cache = args
+        self.table, self.model, self.h = table, model, table.h
+        self.active = act = np.flatnonzero(~table.structural.ravel())
+        self.x, self.cost = table.counts.ravel()[act], np.asarray(cost)[act]
         A, _ = full_incidence(table)
-        self.A, self.AT = A.tocsr(), sparse.csr_array(A.T)
+        self.A = sparse.csr_array(A.tocsr()[:, act])
+        self.AT = sparse.csr_array(self.A.T)
         sizes = [math.prod(table.shape[a] for a in m) for m in table.margins]
         self.AsT = sparse.csr_array(self.A[implied_free_rows(self.A, sizes)].T)
-        self.sup, self.sec = table.suppressed.ravel().copy(), table.secondary.ravel().copy()
-        self.known = table.known.ravel()  # never a candidate nor a partner
-        self.d = disclosure_loss(model, self.x, table.box)  # conditioned on a-priori boxes
+        self.sup, self.sec = table.suppressed.ravel()[act], table.secondary.ravel()[act]
+        self.known = table.known.ravel()[act]  # never a candidate nor a partner
+        self.lower, self.upper = table.lower.ravel()[act], table.upper.ravel()[act]
+        # conditioned on a-priori boxes (a fixed prior is over every cell of the table)
+        self.d = disclosure_loss(model, table.counts.ravel(), table.box)[act]
         self.needy = (self.x < self.r) & (self.d > self.kappa)
         self.law = None if isinstance(model, IndependentCellsPrior) else _common_prior(model, 1)
         self.moves, protective = strategy
@@ -83,7 +93,7 @@ class _State:
         self.rank_count = -self.x if protective else self.x
         cs = constraint_system(table)
         self.label = np.full(self.x.size, -1, dtype=np.intp)
-        self.label[cs.cells] = cs.labels
+        self.label[self.compact(cs.cells)] = cs.labels
         self.next, self.iterations, self.met_exact = cs.n_components, 0, False
         self.large: set[int] = set()
         self.comps: dict[int, _Component] = {}
@@ -92,10 +102,22 @@ class _State:
         #: needy cells the LP attacker pinned at the last final check (cleared by every step)
         self.lp_det = np.zeros(self.x.size, dtype=bool)
 
+    def dense(self, mask: NDArray[np.bool_]) -> NDArray[np.bool_]:
+        """A mask over the active cells as a mask of the table's shape."""
+        out = np.zeros(self.table.n_cells, dtype=bool)
+        out[self.active] = mask
+        return out.reshape(self.table.shape)
+
+    def compact(self, flat: Any) -> NDArray[np.intp]:
+        """Positions among the active cells of cells given by the table's flat indices."""
+        return np.searchsorted(self.active, np.asarray(flat, dtype=np.intp)).astype(np.intp)
+
     def setup(self, max_states: int) -> None:
+        order = np.argsort(self.label, kind="stable")
+        ends = np.searchsorted(self.label[order], np.arange(self.next + 1))
         for lab in range(self.next):
-            cells = np.flatnonzero(self.label == lab)
-            self._set(lab, cells, self.evaluate(cells, self.sec, max_states))
+            cells = np.sort(order[ends[lab] : ends[lab + 1]])
+            self._set(lab, cells, self._evaluate(cells, self.sec, max_states))
 
     def _set(self, lab: int, cells: NDArray[np.intp], comp: _Component | None) -> None:
         self.label[cells] = lab
@@ -113,6 +135,12 @@ class _State:
         return np.unique(self.AT[cells].indices)
 
     def evaluate(self, cells: NDArray[np.intp], sec: Any, max_states: int) -> _Component | None:
+        """:meth:`_evaluate` of cells given by the table's flat indices (sorted), ``sec`` a
+        mask of the table (the component's ``cells`` are then positions among the active)."""
+        sec_a = np.asarray(sec).ravel()[self.active]
+        return self._evaluate(self.compact(cells), sec_a, max_states)
+
+    def _evaluate(self, cells: NDArray[np.intp], sec: Any, max_states: int) -> _Component | None:
         """Exact bounds of one component by the DP, None if its frontier is too large. Cached
         by cell set (a suppressed cell's support never changes), across the runs."""
         key = cells.tobytes()
@@ -120,28 +148,29 @@ class _State:
             return self.cache[key]
         parts = independent_parts(self.AsT, cells) if cells.size > 1 else [cells]
         if len(parts) > 1:  # independent a posteriori (margins.implied): each part alone
-            comps = [self.evaluate(p, sec, max_states) for p in parts]
+            comps = [self._evaluate(p, sec, max_states) for p in parts]
             joined = None if any(c is None for c in comps) else _join(cells, comps)
             self.cache[key] = joined
             return joined
         A = sparse.csr_array(self.A[self.entries(cells)][:, cells])
         b = (A @ self.x[cells]).astype(np.int64)
-        lo = np.maximum(np.where(sec[cells], self.h, 0), self.table.lower.ravel()[cells])
+        lo = np.maximum(np.where(sec[cells], self.h, 0), self.lower[cells])
         cap = np.full(cells.size, np.iinfo(np.int64).max)
         coo = A.tocoo()
         np.minimum.at(cap, coo.col, b[coo.row])
         rows = independent_rows(A, b)  # dependent totals change nothing but the DP's frontier
         A, b = sparse.csr_array(A[rows]), b[rows]
         hi = np.where(sec[cells], cap, np.minimum(cap, self.h - 1))
-        width = np.minimum(hi, self.table.upper.ravel()[cells]) - lo + 1  # a-priori boxes
-        coords = np.array(np.unravel_index(cells, self.table.shape)).reshape(-1, cells.size)
+        width = np.minimum(hi, self.upper[cells]) - lo + 1  # a-priori boxes
+        flat = self.active[cells]  # the table's cells, for their coordinates and the prior
+        coords = np.array(np.unravel_index(flat, self.table.shape)).reshape(-1, cells.size)
         order, size = _best_order(A, b - A @ lo, coords)
         comp = None
         if size <= max_states:
             grid = np.arange(int(width.max()))[None, :]
             if self.law is None:
                 assert isinstance(self.model, IndependentCellsPrior)
-                logw = cell_log_grid(self.model, cells, lo, grid.size)
+                logw = cell_log_grid(self.model, flat, lo, grid.size)
             else:
                 logw = self.law.cells[0].logpmf(lo[:, None] + grid)
             logw[grid >= width[:, None]] = -np.inf
@@ -151,7 +180,7 @@ class _State:
                     "receiver: the prior puts zero mass on every completion of the published "
                     f"table (cells {cells[:8].tolist()}); widen its support"
                 )
-            s = disclosure_grid(self.model, cells, lo, grid.size, self.table.box)
+            s = disclosure_grid(self.model, flat, lo, grid.size, self.table.box)
             j = (np.arange(cells.size), self.x[cells] - lo)
             with np.errstate(invalid="ignore"):  # inf - inf = 0: a value of prior mass 0
                 val = np.where(np.isneginf(lp[j]) & np.isinf(s[j]), 0.0, lp[j] + s[j])
@@ -180,7 +209,8 @@ class _State:
         bound (``worst.certified`` with ``kappa``) stay on a large component, which the search
         tests structurally only (its bound, e.g. ``kappa_published`` above κ while
         ``kappa_upper`` meets it, is never taken for an exact one)."""
-        vals, cert = bound_of(worst, self.bnd), worst.computed_exactly.ravel()
+        vals = bound_of(worst, self.bnd)[self.active]
+        cert = worst.computed_exactly.ravel()[self.active]
         bad = np.unique(self.label[self.sup & ~cert])
         self.large = {int(b) for b in bad}
         self.bound = np.where(self.sup & np.isin(self.label, bad), math.nan, vals)
@@ -195,8 +225,9 @@ class _State:
             log_pmf[np.searchsorted(cells, c.cells), : c.log_pmf.shape[1]] = c.log_pmf
         methods = tuple("skipped" if int(lab) in self.large else "exact-dp" for lab in labs)
         err = np.where(np.isin(self.label[cells], list(self.large)), math.nan, 0.0)
-        lo = np.maximum(np.where(self.sec[cells], self.h, 0), self.table.lower.ravel()[cells])
-        return MarginPosterior(cells, lo, log_pmf, comp, methods, err, np.full(labs.size, np.nan))
+        lo = np.maximum(np.where(self.sec[cells], self.h, 0), self.lower[cells])
+        nan = np.full(labs.size, np.nan)
+        return MarginPosterior(self.active[cells], lo, log_pmf, comp, methods, err, nan)
 
     def closure(self, w: int, c: int, sup: Any, sec: Any) -> list[int]:
         """``c`` and the partners the classical rule then adds around ``w`` and the new cells
@@ -250,7 +281,7 @@ class _State:
             return (2, float(self.d[w]), n_det, merged.size, cost), move, merged, None, False
         if max_states is None:
             return None, move, merged, (cost, merged.size), False
-        comp = self.evaluate(merged, sec, max_states)
+        comp = self._evaluate(merged, sec, max_states)
         if comp is None:
             return (3, cost, n_det), move, merged, None, True
         lw = float(comp.bounds[np.searchsorted(merged, w)])
@@ -271,7 +302,7 @@ class _State:
             if cand.size:
                 break
         if cand.size == 0:
-            where = tuple(int(i) for i in np.unravel_index(w, self.table.shape))
+            where = tuple(int(i) for i in np.unravel_index(self.active[w], self.table.shape))
             raise InfeasiblePlanError(
                 f"cell {where} (count {int(self.x[w])}) keeps a loss above kappa = "
                 f"{self.kappa:g} with every cell of the entries that could protect it hidden"
@@ -299,7 +330,7 @@ class _State:
         merged = self.merged(move) if merged is None else merged
         self.sup[move] = self.sec[move] = True
         if not evaluated:
-            comp = self.evaluate(merged, self.sec, max_states)
+            comp = self._evaluate(merged, self.sec, max_states)
         for t in np.unique(self.label[merged]):
             self.large.discard(int(t))
             self.comps.pop(int(t), None)
@@ -323,7 +354,7 @@ class _State:
                 _, lab_r = csgraph.connected_components(self.AT[rest] @ self.AT[rest].T)
             parts = [rest[lab_r == k] for k in np.unique(lab_r)]
             comps = [
-                None if was_large and p.size > PRUNE_CHECK else self.evaluate(p, sec, max_states)
+                None if was_large and p.size > PRUNE_CHECK else self._evaluate(p, sec, max_states)
                 for p in parts
             ]
             if any(
