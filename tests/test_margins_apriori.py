@@ -542,3 +542,23 @@ def test_covering_lower_bound_with_boxes_is_below_every_certified_pattern() -> N
         tighter += lb > plain_lb
     assert checked >= 10
     assert tighter >= 1
+
+
+def test_propagation_finds_cells_a_box_determines() -> None:
+    """A 2 x 2 block of ones (each row and column sums to 2: three completions). With (0, 0)
+    and (0, 1) known to be at most 1, row 0 pins both at their upper ends, and then the columns
+    pin the rest, as the attacker's LP does; without the boxes no cell is determined."""
+    from persuasive.margins.constraints import full_incidence
+    from persuasive.margins.planning import determined
+
+    x = np.array([[1, 1, 9], [1, 1, 7], [8, 9, 4]])
+    up = np.full((3, 3), NO_UPPER, np.int64)
+    up[0, 0] = up[0, 1] = 1
+    t = MarginTable(x, h=H, margins="rows,cols", upper=up)
+    A = full_incidence(t)[0].tocsr()
+    args = (A, x.ravel(), t.suppressed.ravel(), t.secondary.ravel(), H)
+    assert not determined(*args)[0].any()
+    det = determined(*args, t.box)[0]
+    assert det.tolist() == t.suppressed.ravel().tolist()
+    a = attacker_intervals(t)
+    np.testing.assert_array_equal(a.lower, a.upper)

@@ -265,14 +265,16 @@ def determined(
     sup: NDArray[np.bool_],
     sec: NDArray[np.bool_],
     h: int,
+    box: Any = None,
 ) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     """Cells determined by propagation, and the entries that determined them: an exposed entry
     determines its cells, which are then known and subtracted from their other entries, which
-    may become exposed in turn (a lone cell's partner alone in its column, ...)."""
+    may become exposed in turn (a lone cell's partner alone in its column, ...). ``box``: the
+    a-priori bounds, as in :func:`exposed`."""
     det = np.zeros(x.size, dtype=bool)
     used = np.zeros(A.shape[0], dtype=bool)
     while True:
-        ex = exposed(A, x, sup & ~det, sec & ~det, h)
+        ex = exposed(A, x, sup & ~det, sec & ~det, h, box)
         new = sup & ~det & (np.asarray(A.T @ ex.astype(np.int64)) > 0)
         used |= ex
         if not new.any():

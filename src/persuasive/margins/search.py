@@ -195,7 +195,7 @@ class _State:
 
     def failing(self) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.bool_]]:
         """Failing cells, their priority, and the entries that determine cells."""
-        det, used = determined(self.A, self.x, self.sup, self.sec, self.h)
+        det, used = determined(self.A, self.x, self.sup, self.sec, self.h, self.table.box)
         exact = self.sup & ~np.isnan(self.bound)
         with np.errstate(invalid="ignore"):
             fail = (exact & (self.bound > self.kappa)) | (
@@ -269,7 +269,7 @@ class _State:
         else:
             move = [c]
             sup[c] = sec[c] = True
-        det, _ = determined(self.A, self.x, sup, sec, self.h)
+        det, _ = determined(self.A, self.x, sup, sec, self.h, self.table.box)
         n_det, w_det = int((det & self.needy).sum()), bool(det[w])
         near = self.label[self.A[self.entries(move)].indices]
         cost = float(self.cost[move].sum())
@@ -345,7 +345,7 @@ class _State:
             lab, was_large = int(self.label[c]), int(self.label[c]) in self.large
             sup, sec = self.sup.copy(), self.sec.copy()
             sup[c] = sec[c] = False
-            if np.any(determined(self.A, self.x, sup, sec, self.h)[0] & self.needy):
+            if np.any(determined(self.A, self.x, sup, sec, self.h, self.table.box)[0] & self.needy):
                 continue
             rest = np.flatnonzero(self.label == lab)
             rest = rest[rest != c]
