@@ -84,8 +84,14 @@ class _State:
         self.sup, self.sec = table.suppressed.ravel()[act], table.secondary.ravel()[act]
         self.known = table.known.ravel()[act]  # never a candidate nor a partner
         self.lower, self.upper = table.lower.ravel()[act], table.upper.ravel()[act]
-        # conditioned on a-priori boxes (a fixed prior is over every cell of the table)
-        self.d = disclosure_loss(model, table.counts.ravel(), table.box)[act]
+        self.box = table.box  # flat (lower, upper) over the table, or None: computed once
+        # conditioned on a-priori boxes (a fixed prior is over every cell of the table; the
+        # model's loss is cell by cell, so it is computed over the active cells only)
+        if isinstance(model, IndependentCellsPrior):
+            self.d = disclosure_loss(model, table.counts.ravel(), self.box)[act]
+        else:
+            box = None if self.box is None else (self.box[0][act], self.box[1][act])
+            self.d = disclosure_loss(model, self.x, box)
         self.needy = (self.x < self.r) & (self.d > self.kappa)
         self.law = None if isinstance(model, IndependentCellsPrior) else _common_prior(model, 1)
         self.moves, protective = strategy
@@ -180,7 +186,7 @@ class _State:
                     "receiver: the prior puts zero mass on every completion of the published "
                     f"table (cells {cells[:8].tolist()}); widen its support"
                 )
-            s = disclosure_grid(self.model, flat, lo, grid.size, self.table.box)
+            s = disclosure_grid(self.model, flat, lo, grid.size, self.box)
             j = (np.arange(cells.size), self.x[cells] - lo)
             with np.errstate(invalid="ignore"):  # inf - inf = 0: a value of prior mass 0
                 val = np.where(np.isneginf(lp[j]) & np.isinf(s[j]), 0.0, lp[j] + s[j])
