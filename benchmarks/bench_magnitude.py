@@ -43,7 +43,7 @@ def main() -> None:
         {
             "cell": rng.integers(0, args.cells, size=args.rows),
             "unit": np.arange(args.rows),
-            "value": rng.lognormal(0.0, 1.5, size=args.rows),
+            "value": np.round(rng.lognormal(0.0, 1.5, size=args.rows), 2),
         }
     )
 

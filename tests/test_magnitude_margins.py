@@ -33,7 +33,7 @@ def table(seed: int, rows: int = 2, cols: int = 3) -> pl.DataFrame:
     for a in range(rows):
         for b in range(cols):
             for _ in range(int(rng.integers(1, 5))):
-                out.append((f"a{a}", f"b{b}", f"u{unit}", float(rng.lognormal(0, 1.3))))
+                out.append((f"a{a}", f"b{b}", f"u{unit}", round(float(rng.lognormal(0, 1.3)), 3)))
                 unit += 1
     return pl.DataFrame(out, schema=["a", "b", "id", "v"], orient="row")
 

@@ -28,7 +28,7 @@ def microdata(seed: int) -> pl.DataFrame:
     for a in ("a0", "a1", "a2", "a3"):
         for b in ("b0", "b1", "b2"):
             for _ in range(int(rng.integers(1, 7))):
-                rows.append((a, b, f"u{unit}", float(rng.lognormal(0.0, 1.5))))
+                rows.append((a, b, f"u{unit}", round(float(rng.lognormal(0.0, 1.5)), 3)))
                 unit += 1
     return pl.DataFrame(rows, schema=["a", "b", "id", "v"], orient="row")
 

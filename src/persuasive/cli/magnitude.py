@@ -80,6 +80,7 @@ def magnitude_cmd(
     from persuasive import _validation as v
     from persuasive.magnitude.certificate import MagnitudeClass
     from persuasive.release.magnitude import release_magnitude
+    from persuasive.release.magnitude_output import insiders_words
     from persuasive.release.pipeline import table_format_of
 
     source = c.data_file(data, separator, encoding)
@@ -134,11 +135,18 @@ def magnitude_cmd(
             ("input", c.shown(data)),
             (
                 "Receivers",
-                f"outsiders and up to {m} insiders; r1 = {c.num(cls.r1)}, r2 = "
+                f"{insiders_words(m)}; r1 = {c.num(cls.r1)}, r2 = "
                 f"{c.num(cls.r2)}, γ = {c.num(cls.gamma)}",
             ),
             ("cells", f"{s['n_cells']} ({s['n_suppressed']} suppressed, {s['n_exposed']} exposed)"),
             ("p% / (n,k) flag", f"{s['n_p_percent']} / {s['n_nk']} cells (not applied)"),
         ]
-        status = output.finish(release, rows, step, [], target, {"summary": s})
+        notes = [
+            "custodian_cells.* is the only file with the true totals of the suppressed cells "
+            "(with each cell's κ and largest share; the report shows κ and shares too): never "
+            "publish it; publish released.*"
+            + (" and margins.*" if margins else "")
+            + " with the certificate."
+        ]
+        status = output.finish(release, rows, step, notes, target, {"summary": s})
     raise typer.Exit(status)

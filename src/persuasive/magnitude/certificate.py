@@ -110,8 +110,9 @@ class MagnitudeCertificate:
     contributor_outsider, contributor_insider : ndarray
         κ of each contribution against the outsider and against the worst coalition of at
         most m others (∞ when exposed).
-    cell_by_size : ndarray, shape (n_cells, m + 1)
-        ``[c, k]``: the cell's κ against the worst coalition of exactly up to k insiders.
+    cell_by_size : ndarray, shape (n_cells, min(m, max n - 1) + 1)
+        ``[c, k]``: the cell's κ against the worst coalition of up to k insiders (the last
+        column also for every k beyond: no cell has more than max n - 1 others).
     worst : ndarray of int64
         The index (into the contributors) of each cell's worst contribution (its largest, by
         value or by the public size), -1 for a cell with no contributor.
@@ -167,7 +168,11 @@ def certify_cells(c: Contributions, cls: MagnitudeClass, insiders: int = 1) -> M
     # the spreads scale with c.scale (the value, or a public size): rank by it within cells
     order = np.arange(c.cell.size) if c.size is None else np.lexsort((-c.scale, c.cell)).astype(int)
     cell = c.cell[order]
-    q = c.scale[order] ** 2
+    # κ is invariant to scaling a cell: square the scales relative to the cell's largest, so
+    # that no square overflows (one that underflows to 0 only shrinks a tail: κ errs upwards)
+    peak = np.zeros(n_cells)
+    np.maximum.at(peak, cell, c.scale[order])
+    q = (c.scale[order] / np.where(peak > 0, peak, 1.0)[cell]) ** 2
     rank = np.arange(cell.size, dtype=np.int64) - c.start[cell]
 
     def back(x: NDArray[np.float64]) -> NDArray[np.float64]:  # sorted order -> c's order
@@ -185,18 +190,23 @@ def certify_cells(c: Contributions, cls: MagnitudeClass, insiders: int = 1) -> M
         return segment(np.where(rank == k, q, 0.0))
 
     n_of = count[cell]
-    by_size = np.zeros((n_cells, m + 1))
+    # a coalition of n - 1 or more others already leaves a cell's largest alone: columns past
+    # the largest cell's n - 1 repeat the last, so at most max(n) segment sums are computed
+    m_eff = min(m, max(int(count.max(initial=1)) - 1, 0))
+    by_size = np.zeros((n_cells, m_eff + 1))
     top = at(0)
-    for k in range(m + 1):  # m + 1 segment sums; m is small (a coalition size)
+    for k in range(m_eff + 1):  # m_eff + 1 segment sums; m_eff ≤ the largest cell's size
         by_size[:, k] = kappa_of_ratio(cls, _ratio(top, tail(k + 1), count))
     by_size[count == 0, :] = 0.0  # no contributor: nothing to learn
+    by_size[np.isnan(by_size)] = np.inf  # never certify a κ that is not a number
 
     def per_contributor(k: int) -> NDArray[np.float64]:
         # the worst coalition of ≤ k others: the k largest others. Inside the top k + 1 the
         # rest is Σ_{rank ≥ k+1}; below, it is q_(k) + Σ_{rank ≥ k+1} − q_i (≥ q_(k) ≥ q_i).
         t = tail(k + 1)[cell]
         rest = np.where(rank <= k, t, at(k)[cell] + np.maximum(t - q, 0.0))
-        return back(kappa_of_ratio(cls, _ratio(q, rest, n_of)))
+        kappa = kappa_of_ratio(cls, _ratio(q, rest, n_of))
+        return back(np.where(np.isnan(kappa), np.inf, kappa))
 
     worst = np.full(n_cells, -1, dtype=np.int64)
     firsts = np.flatnonzero(rank == 0)
@@ -205,7 +215,7 @@ def certify_cells(c: Contributions, cls: MagnitudeClass, insiders: int = 1) -> M
         cls=cls,
         insiders=m,
         contributor_outsider=per_contributor(0),
-        contributor_insider=per_contributor(m),
+        contributor_insider=per_contributor(m_eff),
         cell_by_size=by_size,
         count=count,
         worst=worst,

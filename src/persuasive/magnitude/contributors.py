@@ -56,6 +56,24 @@ class Contributions:
     label: tuple[str, ...]
     units: NDArray[np.int64]
     size: NDArray[np.float64] | None = None
+    #: Each cell's exact total as an Int128 mantissa at ``exact_scale`` decimals
+    #: (:mod:`persuasive.magnitude.exact`); None: computed from ``value`` when asked.
+    exact: pl.Series | None = None
+    exact_scale: int = 0
+    exact_floats: bool = True
+
+    def exact_totals(self) -> tuple[pl.Series, int, bool]:
+        """Each cell's exact total: (Int128 mantissas, decimal scale, whether floats)."""
+        if self.exact is not None:
+            return self.exact, self.exact_scale, self.exact_floats
+        from persuasive.magnitude.exact import exact_values
+
+        e = exact_values(pl.DataFrame({"v": self.value}), "v")
+        sums = pl.DataFrame({"c": self.cell, "m": e.mantissa}).group_by("c").agg(pl.col("m").sum())
+        full = pl.DataFrame({"c": np.arange(self.n_cells, dtype=np.int64)}).join(
+            sums, on="c", how="left"
+        )
+        return full["m"].fill_null(0).cast(pl.Int128), e.scale, True
 
     @property
     def scale(self) -> NDArray[np.float64]:
@@ -164,10 +182,15 @@ def contributions(
         *[pl.col(k) for k in keys],
         _parsed(lf, value, "value").alias(value),
         pl.col(unit).cast(pl.String).alias(unit),
+        pl.col(value).alias("__raw"),
         (pl.col(holding).cast(pl.String) if holding else pl.lit(None, pl.String)).alias("__h"),
         (_parsed(lf, size, "size") if size else pl.lit(1.0)).alias("__s"),
     ).collect()
     _check_rows(df, keys, value, unit)
+    from persuasive.magnitude.exact import exact_values
+
+    exact = exact_values(df, "__raw", value)
+    df = df.drop("__raw").with_columns(exact.mantissa.alias("__m"))
     if size:
         _check_size(df, size)
     if holding:
@@ -186,9 +209,10 @@ def contributions(
     )
     cells = df.select(keys).unique().sort(keys, nulls_last=True)
     cells = cells.with_row_index(_CELL)
+    joined = df.join(cells, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    sums = joined.group_by(_CELL).agg(pl.col("__m").sum()).sort(_CELL)
     grouped = (
-        df.join(cells, on=keys, how="left", nulls_equal=True)
-        .group_by(_CELL, _CID)
+        joined.group_by(_CELL, _CID)
         .agg(
             pl.col(value).sum().alias("v"),
             pl.col(unit).n_unique().alias("u"),
@@ -204,6 +228,9 @@ def contributions(
         label=tuple(grouped[_CID].to_list()),
         units=grouped["u"].to_numpy().astype(np.int64),
         size=grouped["s"].to_numpy().astype(np.float64) if size else None,
+        exact=sums["__m"],
+        exact_scale=exact.scale,
+        exact_floats=exact.floats,
     )
 
 
@@ -255,7 +282,8 @@ def _check_rows(df: pl.DataFrame, keys: list[str], value: str, unit: str) -> Non
         bad = df.with_row_index("__row").filter(cond)
         if bad.height:
             row = int(bad["__row"][0]) + 1
-            raise ValidationError(f"column {col!r}, row {row}: {echo(bad[col][0])} {why}")
+            shown = "the empty value" if bad[col][0] is None else echo(bad[col][0])
+            raise ValidationError(f"column {col!r}, row {row}: {shown} {why}")
 
 
 def from_cells(

@@ -113,7 +113,10 @@ def _tails(c: Contributions, ks: Sequence[int]) -> tuple[NDArray[np.float64], ..
     """Per cell: the largest squared scale and Σ_{rank ≥ k} of the squared scales, by scale."""
     order = np.lexsort((-c.scale, c.cell))
     cell = c.cell[order]
-    q = c.scale[order] ** 2
+    # the bound is invariant to scaling the whole table: square relative to the largest scale
+    # (no overflow; a square that underflows to 0 only makes a total look known: κ errs up)
+    peak = float(c.scale.max(initial=0.0))
+    q = (c.scale[order] / (peak if peak > 0 else 1.0)) ** 2
     rank = np.arange(cell.size) - c.start[cell]
 
     def seg(w: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -184,6 +187,7 @@ def protect(
             f"{cls.r2:g}"
         )
     m = insiders
+    count = c.count
     top, z_all, z_m, rest = _tails(c, (0, m, m + 1))
     g2 = cls.gamma**2
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -196,8 +200,10 @@ def protect(
 
     def kappa_of(cell: int, pattern: NDArray[np.bool_]) -> float:
         """The certified κ of suppressed ``cell`` under a suppression pattern."""
-        if z_all[cell] <= 0:
+        if count[cell] == 0:
             return 0.0  # no contributor: nothing to learn
+        if z_all[cell] <= 0:
+            return math.inf  # its scales underflowed against the table's largest: err upwards
         s_idx = np.flatnonzero(pattern)
         v = z_m[s_idx].copy()
         pos = int(np.flatnonzero(s_idx == cell)[0])

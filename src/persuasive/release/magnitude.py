@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from persuasive import _validation as v
+from persuasive.errors import ValidationError
 from persuasive.files.sources import Source
 from persuasive.magnitude.certificate import MagnitudeCertificate, MagnitudeClass, certify_cells
 from persuasive.magnitude.contributors import Contributions, contributions
@@ -120,6 +121,49 @@ class MagnitudeRelease(display.ReleaseResult):
         from persuasive.release.magnitude_output import comparison
 
         return comparison(self)
+
+
+def cell_label(cells: pl.DataFrame) -> Any:
+    """``j -> "cell (k='a', …)"``: how messages name cell j."""
+
+    def label(j: int) -> str:
+        pairs = zip(cells.columns, cells.row(j), strict=True)
+        return "cell (" + ", ".join(f"{k}={x!r}" for k, x in pairs) + ")"
+
+    return label
+
+
+def exact_columns(c: Contributions, suppressed: Any) -> tuple[pl.Series, pl.Series]:
+    """The published ``total`` (exact, null where suppressed) and the custodian's (exact for
+    every cell; the exact decimal text where a suppressed total has no exact float).
+
+    A published total that cannot be written exactly is a ValidationError
+    (:func:`persuasive.magnitude.exact.publishable`); a suppressed cell's total is not checked
+    against the published form, so no refusal depends on a value that is not published.
+    """
+    from persuasive.magnitude.exact import publishable
+
+    sums, scale, floats = c.exact_totals()
+    shown = np.flatnonzero(~suppressed)
+    label = cell_label(c.cells)
+    pub = publishable(sums.gather(shown), scale, lambda j: label(int(shown[j])), floats=floats)
+    idx = pl.Series(shown, dtype=pl.Int64)
+    dtype = pub.dtype
+    full = pl.Series("total", [None] * c.n_cells, dtype=dtype).scatter(idx, pub)
+    try:
+        custodian = publishable(sums, scale, label, floats=floats).alias("total")
+    except ValidationError:  # only the custodian's suppressed totals: exact text instead
+        text = sums.cast(pl.String).str.zfill(scale + 1)
+        custodian = (
+            pl.select(
+                pl.concat_str(text.str.head(-scale), pl.lit("."), text.str.tail(scale))
+                if scale
+                else pl.lit(text)
+            )
+            .to_series()
+            .alias("total")
+        )
+    return full.alias("total"), custodian
 
 
 def release_magnitude(
@@ -223,7 +267,7 @@ def release_magnitude(
         lf = frame.lazy() if isinstance(frame, pl.DataFrame) else frame
     c = contributions(lf, keys=key_list, value=value, unit=unit, holding=holding, size=size)
     cert = certify_cells(c, cls, m)
-    suppressed = cert.cell > target
+    suppressed = ~(cert.cell <= target)  # a κ that is not a number is never published
     kappa = cert.cell
     plan = None
     if spec:
@@ -237,11 +281,10 @@ def release_magnitude(
         share = np.where(total > 0, first / np.where(total > 0, total, 1.0), 0.0)
     flags_p = p_percent(c, p)
     flags_nk = nk_dominance(c, n_rule, k_rule)
-    published = c.cells.with_columns(
-        pl.Series("total", np.where(suppressed, np.nan, total)).fill_nan(None)
-    )
+    exact, custodian_total = exact_columns(c, np.asarray(suppressed))
+    published = c.cells.with_columns(exact)
     cells = c.cells.with_columns(
-        pl.Series("total", total),
+        custodian_total,
         pl.Series("contributors", c.count),
         pl.Series("largest_share", share),
         pl.Series("kappa_outsider", cert.cell_outsider),

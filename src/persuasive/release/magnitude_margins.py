@@ -34,17 +34,35 @@ class MarginsPlan:
 
 
 def _margins_frame(c: Contributions, inc: Any, keys: list[str]) -> pl.DataFrame:
-    total = c.total
+    """The published margins, each an exact sum of exact cell totals
+    (:mod:`persuasive.magnitude.exact`; one that cannot be written exactly is refused)."""
+    from persuasive.magnitude.exact import publishable
+
+    sums, scale, floats = c.exact_totals()
     parts = []
     for j, subset in enumerate(inc.margins):
         codes = inc.group[j] - (int(inc.group[j].min()) if inc.group[j].size else 0)
-        sums = np.bincount(codes, weights=total, minlength=max(inc.frames[j].height, 1))
-        n = sums.size
+        n = max(inc.frames[j].height, 1)
+        by = pl.DataFrame({"g": codes, "m": sums}).group_by("g").agg(pl.col("m").sum())
+        grouped = pl.DataFrame({"g": np.arange(n, dtype=np.int64)}).join(by, on="g", how="left")
+        levels = inc.frames[j]
+
+        def label(g: int, subset: tuple[str, ...] = subset, levels: pl.DataFrame = levels) -> str:
+            if not subset:
+                return "the grand total"
+            row = levels.row(g)
+            return (
+                f"margin {margin_name(subset)} ("
+                + ", ".join(f"{k}={x!r}" for k, x in zip(subset, row, strict=True))
+                + ")"
+            )
+
+        total = publishable(grouped["m"].fill_null(0), scale, label, "total", floats)
         cols: dict[str, Any] = {"margin": [margin_name(subset)] * n}
         for k in keys:
-            cols[k] = inc.frames[j][k].cast(pl.String) if k in subset else pl.Series(k, [None] * n)
+            cols[k] = levels[k].cast(pl.String) if k in subset else pl.Series(k, [None] * n)
         frame = pl.DataFrame(cols).with_columns(
-            *(pl.col(k).cast(pl.String) for k in keys), pl.Series("total", sums)
+            *(pl.col(k).cast(pl.String) for k in keys), total.alias("total")
         )
         parts.append(frame)
     return pl.concat(parts)

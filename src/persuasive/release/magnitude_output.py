@@ -20,6 +20,13 @@ __all__ = ["agreement", "comparison", "dominance", "magnitude_report"]
 ROWS = 40
 
 
+def insiders_words(m: int) -> str:
+    """``outsiders only`` / ``outsiders and coalitions of up to 1 insider`` / ``… 3 insiders``."""
+    if m == 0:
+        return "outsiders only"
+    return f"outsiders and coalitions of up to {m:,} insider{'s' if m > 1 else ''}"
+
+
 def comparison(rel: Any) -> pl.DataFrame:
     """Per cell: contributors, the largest share, κ against outsiders and up to m insiders,
     and which rule flags it (PP: κ above the target), the highest κ first."""
@@ -70,6 +77,12 @@ def dominance(rel: Any, worst: int = 10, top: int = 3) -> pl.DataFrame:
     return pl.DataFrame(cols)
 
 
+def exact_text(published: pl.DataFrame) -> pl.DataFrame:
+    """The published frame with ``total`` as the text the file holds (shortest round-trip
+    form, not rounded to a few digits: the report shows the published value itself)."""
+    return published.with_columns(pl.col("total").cast(pl.String))
+
+
 def _rows(frame: pl.DataFrame) -> list[list[str]]:
     return [[fmt(x) for x in row] for row in frame.head(ROWS).iter_rows()]
 
@@ -87,7 +100,7 @@ def magnitude_report(rel: Any, doc: Mapping[str, Any]) -> ReportContent:
             ),
             (
                 "Receivers",
-                f"outsiders and up to {p.insiders} insiders; r1 = {fmt(p.r1)}, "
+                f"{insiders_words(p.insiders)}; r1 = {fmt(p.r1)}, "
                 f"r2 = {fmt(p.r2)}, γ = {fmt(p.gamma)}",
             ),
             ("PP rule", f"suppress every cell with κ > {fmt(p.target_kappa)}"),
@@ -123,9 +136,8 @@ def magnitude_report(rel: Any, doc: Mapping[str, Any]) -> ReportContent:
     extra = []
     if "attacker_low" in rel.cells.columns:
         supp = rel.cells.filter(pl.col("suppressed")).select(
-            *p.keys, "kappa_primary", "kappa", "secondary", "attacker_low", "total",
-            "attacker_high",
-        )  # fmt: skip
+            *p.keys, "kappa_primary", "kappa", "secondary", "attacker_low", "attacker_high"
+        )  # the true totals of suppressed cells are in custodian_cells.* only
         extra.append(
             Section(
                 "Suppressed cells with the margins published (custodian only)",
@@ -133,7 +145,8 @@ def magnitude_report(rel: Any, doc: Mapping[str, Any]) -> ReportContent:
                 rows=_rows(supp),
                 text="κ before (primary) and with the margins published (docs/magnitude.md §6); "
                 "secondary: suppressed to protect another cell; the attacker's interval is the "
-                "range of the total over the non-negative solutions of the published equations.",
+                "range of the total over the non-negative solutions of the published equations. "
+                "The true totals are in custodian_cells.* only.",
             )
         )
     return ReportContent(
@@ -145,7 +158,9 @@ def magnitude_report(rel: Any, doc: Mapping[str, Any]) -> ReportContent:
             agree,
             *extra,
             picture,
-            preview_section(rel.published, "The published table (released.*)", missing="total"),
+            preview_section(
+                exact_text(rel.published), "The published table (released.*)", missing="total"
+            ),
             certificate_section(doc),
         ],
         notes=list(doc["notes"]),

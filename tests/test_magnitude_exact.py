@@ -1,0 +1,227 @@
+"""Hostile inputs of magnitude releases: published totals exact (checked against Python's
+``decimal``/``int`` sums of the input text), refused with one line when a file cannot hold them,
+no overflow or NaN κ, a huge ``--insiders`` cheap, and no true total of a suppressed cell in
+any written file but ``custodian_cells.*`` (including the raw buffers behind nulls)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from persuasive.cli import app
+from persuasive.errors import ValidationError
+from persuasive.magnitude.certificate import MagnitudeClass, certify_cells
+from persuasive.magnitude.contributors import from_cells
+from persuasive.release.magnitude import release_magnitude
+
+ROOT = Path(__file__).resolve().parents[1]
+GRUNFELD = ROOT / "examples" / "data" / "grunfeld.csv"
+runner = CliRunner()
+
+
+def run(*args: Any) -> Any:
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def decimal_sums(path: Path, key: str, value: str) -> dict[str, Decimal]:
+    """Each cell's total by Python's exact decimal arithmetic on the file's text."""
+    df = pl.read_csv(path, infer_schema=False)
+    out: dict[str, Decimal] = {}
+    for k, v in zip(df[key].to_list(), df[value].to_list(), strict=True):
+        out[k] = out.get(k, Decimal(0)) + Decimal(v)
+    return out
+
+
+def test_published_totals_are_the_exact_decimal_sums(tmp_path):
+    """Grunfeld's three-decimal values: every published total, as the file's text, is the
+    exact decimal sum (float summation gave 1235.0430000000001), and so is the custodian's."""
+    out = tmp_path / "y"
+    res = run(
+        "release", "magnitude", GRUNFELD, "--keys", "year", "--value", "invest", "--unit",
+        "firm", "--target-kappa", "3.5", "--out", out, "-q",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    want = decimal_sums(GRUNFELD, "year", "invest")
+    published = pl.read_csv(out / "released.csv", infer_schema=False)
+    shown = published.filter(pl.col("total").is_not_null())
+    assert shown.height == 11
+    for year, text in shown.iter_rows():
+        assert Decimal(text) == want[year], (year, text)
+    custodian = pl.read_csv(out / "custodian_cells.csv", infer_schema=False)
+    for year, text in custodian.select("year", "total").iter_rows():
+        assert Decimal(text) == want[year]
+
+
+def test_margins_are_exact_decimal_sums(tmp_path):
+    rel = release_magnitude(
+        GRUNFELD, keys="industry,period", value="invest", unit="firm", size="market_value",
+        insiders=0, target_kappa=5.0, margins="industry,period,total",
+    )  # fmt: skip
+    df = pl.read_csv(GRUNFELD, infer_schema=False)
+    grand = sum((Decimal(x) for x in df["invest"]), Decimal(0))
+    by_industry = decimal_sums(GRUNFELD, "industry", "invest")
+    m = rel.margins
+    assert m is not None
+    assert Decimal(repr(m.filter(pl.col("margin") == "total")["total"][0])) == grand
+    for industry, total in (
+        m.filter(pl.col("margin") == "industry").select("industry", "total").iter_rows()
+    ):
+        assert Decimal(repr(total)) == by_industry[industry]
+
+
+@pytest.mark.parametrize("form", ["csv", "parquet"])
+def test_integers_above_2_53_are_published_exactly(tmp_path, form):
+    big = 2**53 + 1
+    df = pl.DataFrame({"k": ["a"] * 4, "id": [1, 2, 3, 4], "v": [big, big, big, 1]})
+    path = tmp_path / f"big.{form}"
+    df.write_csv(path) if form == "csv" else df.write_parquet(path)
+    out = tmp_path / "o"
+    res = run("release", "magnitude", path, "--keys", "k", "--value", "v", "--unit", "id",
+              "--target-kappa", "30", "--out", out, "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    want = 3 * big + 1  # Python's exact integer sum; float64 would give ...976
+    if form == "csv":
+        assert (out / "released.csv").read_text().splitlines()[1] == f"a,{want}"
+    else:
+        got = pl.read_parquet(out / "released.parquet")
+        assert got["total"].dtype == pl.Int64 and got["total"][0] == want
+    assert run("verify", out / "certificate.json", "--published", out).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        (["a,1,4e18", "a,2,3e18", "a,3,3e18"], "beyond the 64-bit integers"),
+        (
+            ["a,1,1234567890123456.25", "a,2,1234567890123456", "a,3,1234567890123456"],
+            "which a 64-bit float cannot hold",
+        ),
+        (["a,1,1e308", "a,2,1e308", "a,3,1e308"], "cannot be summed exactly"),
+        (["a,1,0x10", "a,2,1", "a,3,1"], "is not"),
+    ],
+)
+def test_totals_a_file_cannot_hold_are_refused_in_one_line(tmp_path, rows, message):
+    path = tmp_path / "d.csv"
+    path.write_text("k,id,v\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "o"
+    res = run("release", "magnitude", path, "--keys", "k", "--value", "v", "--unit", "id",
+              "--target-kappa", "30", "--out", out)  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert message in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_suppressed_total_a_file_cannot_hold_refuses_nothing(tmp_path):
+    """A total that is not published is not checked against the published form: the release
+    goes ahead, and the custodian's file has it exactly (as text)."""
+    path = tmp_path / "d.csv"
+    path.write_text("k,id,v\na,1,9223372036854775807\na,2,1\na,3,1\nb,4,2\nb,5,2\nb,6,2\n")
+    out = tmp_path / "o"
+    res = run("release", "magnitude", path, "--keys", "k", "--value", "v", "--unit", "id",
+              "--target-kappa", "5", "--out", out, "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (out / "released.csv").read_text().splitlines()[1:] == ["a,", "b,6"]
+    custodian = pl.read_csv(out / "custodian_cells.csv", infer_schema=False)
+    assert custodian["total"].to_list() == [str(2**63 - 1 + 2), "6"]
+
+
+def test_a_float_column_publishes_the_float_nearest_the_exact_sum():
+    """Floats carry only float64 precision: the total is the nearest float to the exact sum of
+    their shortest decimal forms (Python's Decimal), not the drift of summing floats."""
+    vals = [0.1] * 10 + [0.2, 1e-3, 12345.678]
+    df = pl.DataFrame({"k": ["a"] * len(vals), "id": range(len(vals)), "v": vals})
+    rel = release_magnitude(df, keys="k", value="v", unit="id", target_kappa=50.0)
+    want = float(sum((Decimal(repr(v)) for v in vals), Decimal(0)))
+    assert rel.published["total"][0] == want
+    assert sum(vals) != want  # the naive float sum drifts here
+
+
+def test_no_overflow_and_no_nan_kappa():
+    """Values or sizes near the float limit: κ by the closed form on rescaled values, no
+    warning, never NaN."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = from_cells([[1e308, 1e308, 1e300], [3e307, 1e307, 1e307, 1e307]])
+        cert = certify_cells(c, MagnitudeClass(1.0), 1)
+    want0 = 1 + math.log1p(1.0 / 1e-16)  # 1e308² / (1e300)², relative
+    want1 = 1 + math.log1p(9.0 / 2.0)
+    np.testing.assert_allclose(cert.cell, [want0, want1], rtol=1e-12)
+    assert not np.isnan(cert.contributor_insider).any()
+
+
+def test_huge_insiders_costs_what_the_largest_cell_needs():
+    """m = 10^9 is cheap (no 10^9 segment sums) and certifies what m = max n - 1 does."""
+    c = from_cells([[5.0, 3.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    huge = certify_cells(c, MagnitudeClass(1.0), 10**9)
+    full = certify_cells(c, MagnitudeClass(1.0), 3)
+    assert huge.insiders == 10**9
+    np.testing.assert_array_equal(huge.cell, full.cell)
+    np.testing.assert_array_equal(huge.contributor_insider, full.contributor_insider)
+    assert huge.exposed.all() and np.isinf(huge.cell).all()
+
+
+def _hidden_texts(custodian: pl.DataFrame) -> list[str]:
+    hidden = custodian.filter(pl.col("suppressed"))["total"].cast(pl.Float64).to_list()
+    return [t for x in hidden for t in (repr(x), f"{x:.4g}", f"{x:,.1f}", f"{x:.6g}")]
+
+
+@pytest.mark.parametrize("margins", [None, "industry,period,total"])
+def test_no_suppressed_total_outside_the_custodian_file(tmp_path, margins):
+    """Every written file but custodian_cells.* — the publication, the certificate, the report
+    (HTML and Markdown) — holds no true total of a suppressed cell, even rounded; nor do the
+    raw Parquet/Arrow buffers behind the nulls."""
+    out = tmp_path / "o"
+    args = ["release", "magnitude", GRUNFELD, "--keys", "industry,period", "--value", "invest",
+            "--unit", "firm", "--size", "market_value", "--insiders", "0", "--target-kappa", "5",
+            "--format", "parquet", "--out", out, "--report", "-q"]  # fmt: skip
+    res = run(*args, *(["--margins", margins] if margins else []))
+    assert res.exit_code == 0, res.output
+    custodian = pl.read_parquet(out / "custodian_cells.parquet")
+    hidden = custodian.filter(pl.col("suppressed"))["total"].cast(pl.Float64).to_numpy()
+    assert hidden.size > 0
+    texts = _hidden_texts(custodian)
+    written = [p for p in out.rglob("*") if p.is_file() and "custodian" not in p.name]
+    assert any(p.suffix == ".html" for p in written)
+    for p in written:
+        raw = p.read_bytes()
+        assert not any(np.float64(x).tobytes() in raw for x in hidden), p
+        if p.suffix in {".html", ".md", ".json"}:
+            text = raw.decode()
+            assert not [t for t in texts if t in text], p
+    table = pq.read_table(out / "released.parquet").column("total").combine_chunks()
+    buf = np.frombuffer(table.buffers()[1], dtype=np.float64)
+    assert not np.isin(hidden, buf).any()
+    rel = release_magnitude(
+        GRUNFELD, keys="industry,period", value="invest", unit="firm", size="market_value",
+        insiders=0, target_kappa=5.0, margins=margins,
+    )  # fmt: skip
+    arrow = rel.published["total"].to_arrow()
+    assert not np.isin(hidden, np.frombuffer(arrow.buffers()[1], dtype=np.float64)).any()
+
+
+def test_cli_names_the_custodian_file_and_counts_insiders_in_words(tmp_path):
+    res = run("release", "magnitude", GRUNFELD, "--keys", "year", "--value", "invest", "--unit",
+              "firm", "--target-kappa", "3.5", "--out", tmp_path / "o")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "custodian_cells.* is the only file with the true totals" in res.output
+    assert "up to 1 insider;" in res.output and "1 insiders" not in res.output
+    res = run("release", "magnitude", GRUNFELD, "--keys", "year", "--value", "invest", "--unit",
+              "firm", "--target-kappa", "3.5", "--insiders", "0",
+              "--out", tmp_path / "p")  # fmt: skip
+    assert "outsiders only" in res.output
+
+
+def test_an_empty_value_is_named_as_empty(tmp_path):
+    path = tmp_path / "d.csv"
+    path.write_text("k,id,v\na,1,5\na,2,\n")
+    with pytest.raises(ValidationError, match="row 2: the empty value is missing"):
+        release_magnitude(path, keys="k", value="v", unit="id", target_kappa=3.0)
