@@ -115,6 +115,11 @@ def test_cli_apriori_parquet_and_errors(tmp_path: Path) -> None:
         ("religious,occupation,upper\n9,1,4\n", "religious = '9', not a level"),
         ("religious,occupation\n3,1\n", "no column 'lower' or 'upper'"),
         ("religious,occupation,lower,upper\n3,1,1,\n3,1,2,\n", "lists a cell twice"),
+        # a key column missing from the file: the line names apriori, not the table's keys
+        ("religious,lower,upper\n3,3,\n", "apriori: no column 'occupation'"),
+        # one above 2**53 (the largest bound: exact as a float and in JSON)
+        (f"religious,occupation,lower,upper\n4,1,0,{2**53 + 1}\n", f"upper = '{2**53 + 1}'"),
+        (f"religious,occupation,lower,upper\n4,1,0,{2**63 - 2}\n", f"from 0 to {2**53}"),
     ]:
         bad = tmp_path / "bad.csv"
         bad.write_text(text)
@@ -150,6 +155,35 @@ def test_release_certificate_against_enumeration(tmp_path: Path) -> None:
     np.testing.assert_allclose([stated[k] for k in labels], pub, rtol=1e-9, atol=1e-12)
     assert np.all(at <= doc["guarantee"]["kappa"] + 1e-12)
     assert verify_certificate(tmp_path / "e" / "certificate.json", published=tmp_path / "e").ok
+
+
+def test_the_largest_bound_survives_the_certificate(tmp_path: Path) -> None:
+    """An upper bound of 2**53 (the largest allowed) on a published cell goes into the claim
+    exactly and verify reads it back (a bound near 2**63 rounded through a float and failed
+    the release's own check as an internal error); 2**53 + 1 through the API is refused."""
+    df = pl.DataFrame({"r": [0, 0, 1, 1], "c": [0, 1, 0, 1], "n": [1, 30, 40, 50]})
+    kw = dict(keys=["r", "c"], count="n", h=3, receiver=PoissonReceiver(1.0, 40.0))
+    ap = pl.DataFrame({"r": [1], "c": [1], "lower": [None], "upper": [2**53]})
+    rel = release_table_with_margins(df, margins="rows", apriori=ap, **kw)
+    doc = publish(rel, OutputFolder(tmp_path / "b")).document
+    assert doc["claim"]["apriori"] == [{"key": ["1", "1"], "lower": 0, "upper": 2**53}]
+    assert verify_certificate(tmp_path / "b" / "certificate.json", published=tmp_path / "b").ok
+    edited = json.loads(json.dumps(doc))
+    edited["claim"]["apriori"][0]["upper"] = 2**63 - 2  # verify names the field, no crash
+    res = verify_certificate(edited, published=tmp_path / "b")
+    assert not res.ok
+    assert any(
+        f"claim.apriori[0].upper: must be null (no bound) or an integer from lower (0) "
+        f"to {2**53}" in m
+        for m in res.mismatches
+    ), res.mismatches
+    with pytest.raises(ValidationError, match=f"upper = {2**53 + 1}; a bound must be a whole"):
+        release_table_with_margins(
+            df, margins="rows", apriori=ap.with_columns(upper=2**53 + 1), **kw
+        )
+    upper = np.full((2, 2), 2**53 + 1, dtype=np.int64)
+    with pytest.raises(ValidationError, match=r"upper \(a-priori bounds\): cell \(0, 0\)"):
+        MarginTable(df["n"].to_numpy().reshape(2, 2), h=3, margins="rows", upper=upper)
 
 
 def test_api_apriori_errors_name_the_argument() -> None:

@@ -23,9 +23,13 @@ from persuasive.errors import ValidationError
 NO_UPPER: int = int(np.iinfo(np.int64).max)
 #: The columns of an a-priori file besides the keys.
 BOUND_COLUMNS: tuple[str, str] = ("lower", "upper")
+#: The largest a-priori bound, 2**53: every bound is then exact as a float and as a JSON number
+#: (``claim.apriori``, read back by ``persuasive verify``), and far above any count.
+MAX_BOUND: int = 2**53
 
 __all__ = [
     "BOUND_COLUMNS",
+    "MAX_BOUND",
     "NO_UPPER",
     "apriori_bounds",
     "check_bounds",
@@ -48,6 +52,14 @@ def check_bounds(
             raise ValidationError(
                 f"{name} (a-priori bounds) must be a non-negative integer array of the table's "
                 f"shape {counts.shape}; got dtype {a.dtype} and shape {a.shape}"
+            )
+        big = (a > MAX_BOUND) & (a != NO_UPPER) if name == "upper" else a > MAX_BOUND
+        if np.any(big):
+            idx = tuple(int(b) for b in np.argwhere(big)[0])
+            raise ValidationError(
+                f"{name} (a-priori bounds): cell {idx} has {name} = {int(a[idx])}; a bound must "
+                f"be at most {MAX_BOUND} (2**53)"
+                + (" or NO_UPPER for none" if name == "upper" else "")
             )
         out.append(a.astype(np.int64))
     lo, up = out
@@ -100,7 +112,7 @@ def known_cells(
 
     src: Any = as_source(frame, name="known")
     if not isinstance(src, (pl.DataFrame, pl.LazyFrame)):  # a file: keys as written
-        rd.require(rd.header(src, role="file of known cells"), key=list(keys))
+        _require_keys("known", "known cells", rd.header(src, role="file of known cells"), keys)
         src = rd.scan(src, text=list(keys))
     if isinstance(src, pl.LazyFrame):
         src = src.collect()
@@ -110,12 +122,7 @@ def known_cells(
             f"boolean column of the table; got {type(frame).__name__}"
         )
     keys = list(keys)
-    missing = [k for k in keys if k not in src.columns]
-    if missing:
-        raise ValidationError(
-            f"known: no column {missing[0]!r}; a file of known cells has the key columns "
-            f"{keys} (one row per cell whose value is public); it has {src.columns}"
-        )
+    _require_keys("known", "known cells", src.columns, keys)
     shape = tuple(len(levels[k]) for k in keys)
     where = [{str(lab): i for i, lab in enumerate(levels[k])} for k in keys]
     mask = np.zeros(shape, dtype=bool)
@@ -171,7 +178,8 @@ def apriori_bounds(
     keys = list(keys)
     src: Any = as_source(frame, name="apriori")
     if not isinstance(src, (pl.DataFrame, pl.LazyFrame)):  # a file: keys and bounds as written
-        rd.require(rd.header(src, role="file of a-priori bounds"), key=keys)
+        header = rd.header(src, role="file of a-priori bounds")
+        _require_keys("apriori", "a-priori bounds", header, keys)
         src = rd.scan(src, text=[*keys, *BOUND_COLUMNS])
     if isinstance(src, pl.LazyFrame):
         src = src.collect()
@@ -180,13 +188,7 @@ def apriori_bounds(
             "apriori must be a frame or a CSV/Parquet file with the key columns and 'lower' "
             f"and/or 'upper' (one row per cell with public bounds); got {type(frame).__name__}"
         )
-    missing = [k for k in keys if k not in src.columns]
-    if missing or not set(BOUND_COLUMNS) & set(src.columns):
-        what = repr(missing[0]) if missing else "'lower' or 'upper'"
-        raise ValidationError(
-            f"apriori: no column {what}; a file of a-priori bounds has the key columns {keys} "
-            f"and 'lower' and/or 'upper' (inclusive integer bounds); it has {src.columns}"
-        )
+    _require_keys("apriori", "a-priori bounds", src.columns, keys)
     extra = [c for c in src.columns if c not in (*keys, *BOUND_COLUMNS)]
     if extra:
         raise ValidationError(
@@ -233,6 +235,24 @@ def apriori_bounds(
     return lower, upper
 
 
+def _require_keys(name: str, what: str, columns: Sequence[str], keys: Sequence[str]) -> None:
+    """Every key column (and, for a-priori bounds, 'lower' or 'upper') is in ``columns``: else
+    one line naming the option (``known``, ``apriori``), the column and the columns there are."""
+    missing = [k for k in keys if k not in columns]
+    if name == "apriori" and not missing and not set(BOUND_COLUMNS) & set(columns):
+        missing = ["'lower' or 'upper'"]
+    elif missing:
+        missing = [repr(missing[0])]
+    if missing:
+        bounds = ""
+        if name == "apriori":
+            bounds = " and 'lower' and/or 'upper' (inclusive integer bounds)"
+        raise ValidationError(
+            f"{name}: no column {missing[0]}; a file of {what} has the key columns "
+            f"{list(keys)}{bounds}, one row per cell; it has {list(columns)}"
+        )
+
+
 def _bound(row: int, shown: str, column: str, value: Any) -> int | None:
     """One bound: None (empty), or a non-negative integer (a string as written in a file)."""
     if value is None or (isinstance(value, str) and not value.strip()):
@@ -241,10 +261,11 @@ def _bound(row: int, shown: str, column: str, value: Any) -> int | None:
     ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if not ok and isinstance(value, str) and text.isdigit():
         ok = True
-    if not ok or int(text) < 0 or int(text) >= NO_UPPER:
+    if not ok or not 0 <= int(text) <= MAX_BOUND:
         raise ValidationError(
-            f"apriori: row {row} ({shown}) has {column} = {value!r}; a bound must be a "
-            "non-negative integer count written without a decimal point (or empty for none)"
+            f"apriori: row {row} ({shown}) has {column} = {value!r:.40}; a bound must be a whole "
+            f"count from 0 to {MAX_BOUND} (2**53), written without a decimal point (or empty "
+            "for none)"
         )
     return int(text)
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from persuasive.errors import ValidationError
+from persuasive.margins.known import MAX_BOUND
 
 __all__ = ["APRIORI_NOTE", "apriori_claim", "read_apriori"]
 
@@ -31,8 +32,9 @@ Bound = tuple[tuple[str, ...], int, "int | None"]
 
 def read_apriori(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Bound, ...]:
     """``claim.apriori`` (optional) as ``(labels, lower, upper or None)``, checked: a list of
-    objects with ``key`` (the cell's key labels, strings), ``lower`` (a non-negative integer)
-    and ``upper`` (an integer at least ``lower``, or null), sorted by key, each cell once."""
+    objects with ``key`` (the cell's key labels, strings), ``lower`` (an integer from 0 to
+    :data:`~persuasive.margins.known.MAX_BOUND`) and ``upper`` (an integer from ``lower`` to
+    it, or null), sorted by key, each cell once."""
     if "apriori" not in claim:
         return ()
     raw = claim["apriori"]
@@ -64,10 +66,13 @@ def read_apriori(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Bound
                 f"got {key!r:.60}"
             )
         if not _count(lo):
-            raise ValidationError(f"{at}.lower: must be a non-negative integer; got {lo!r:.40}")
+            raise ValidationError(
+                f"{at}.lower: must be an integer from 0 to {MAX_BOUND} (2**53); got {lo!r:.40}"
+            )
         if not (up is None or (_count(up) and up >= lo)):
             raise ValidationError(
-                f"{at}.upper: must be null (no bound) or an integer >= lower ({lo}); got {up!r:.40}"
+                f"{at}.upper: must be null (no bound) or an integer from lower ({lo}) to "
+                f"{MAX_BOUND} (2**53); got {up!r:.40}"
             )
         out.append((tuple(key), int(lo), None if up is None else int(up)))
     labels = [b[0] for b in out]
@@ -77,7 +82,7 @@ def read_apriori(claim: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[Bound
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_BOUND
 
 
 def apriori_claim(bounds: tuple[Bound, ...]) -> dict[str, Any]:
