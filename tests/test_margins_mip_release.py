@@ -259,6 +259,10 @@ def test_cli_method_mip_end_to_end_and_verify(table_csv: Path, tmp_path: Path) -
         (["--target-kappa", "7", "--method", "mip", "--mip-time-limit", "-2"], "seconds > 0"),
         (["--target-kappa", "7", "--method", "mip", "--mip-time-limit", "soon"], "'soon'"),
         (["--target-kappa", "7", "--method", "auto", "--mip-time-limit", "inf"], "'inf'"),
+        # float() takes these, but they are not a number of seconds as written
+        (["--target-kappa", "7", "--method", "mip", "--mip-time-limit", "1_0"], "finite"),
+        (["--target-kappa", "7", "--method", "mip", "--mip-time-limit", "1e400"], "'1e400'"),
+        (["--target-kappa", "7", "--method", "mip", "--mip-time-limit", "nan"], "'nan'"),
         (["--target-kappa", "7", "--mip-time-limit", "5"], "needs --method mip or --method"),
         (["--method", "mip"], "--method needs --target-kappa K"),
     ],

@@ -8,6 +8,7 @@ classical rule beside it, and a certificate recomputed from the publication
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -348,12 +349,12 @@ def check_planner(
             f"--mip-time-limit {mip_time_limit!r:.40} needs --method mip or --method auto (the "
             "greedy has no time limit)"
         )
-    try:
-        limit = float(mip_time_limit)
-    except ValueError:
-        limit = math.nan
+    # a decimal number as written (float() would also take '1_0', 'inf' or ' 5 ')
+    decimal = re.fullmatch(r"[+]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", mip_time_limit)
+    limit = float(mip_time_limit) if decimal else math.nan
     if not (math.isfinite(limit) and limit > 0):
         raise ValidationError(
-            f"--mip-time-limit must be a number of seconds > 0; got {mip_time_limit!r:.40}"
+            f"--mip-time-limit must be a finite number of seconds > 0, such as 20 or 0.5; got "
+            f"{mip_time_limit!r:.40}"
         )
     return meth, limit
