@@ -257,3 +257,22 @@ def test_a_pinned_box_is_a_known_cell_in_the_release(tmp_path: Path) -> None:
     row = rel.published.filter((pl.col("religious") == 3) & (pl.col("occupation") == 1))
     assert row["n"].to_list() == [6]
     assert verify_certificate(tmp_path / "pin" / "certificate.json", published=tmp_path / "pin").ok
+
+
+def test_a_file_missing_a_key_column_names_the_option(tmp_path: Path) -> None:
+    """A file of known cells or of a-priori bounds without a key column: the error names the
+    option (known / apriori), the missing column and the columns the file has (it said "key
+    column 'b' does not exist", as if the table lacked it)."""
+    from persuasive.margins.known import apriori_bounds, known_cells
+
+    levels = {"a": ["x", "y"], "b": [1, 2]}
+    f = tmp_path / "f.csv"
+    f.write_text("a,lower\nx,1\n")
+    with pytest.raises(ValidationError, match=r"^known: no column 'b'; .* it has \['a', 'lower'\]"):
+        known_cells(f, ["a", "b"], levels)
+    with pytest.raises(ValidationError, match=r"^apriori: no column 'b'; .*'lower' and/or"):
+        apriori_bounds(f, ["a", "b"], levels)
+    f.write_text("a,b\nx,1\n")
+    with pytest.raises(ValidationError, match=r"^apriori: no column 'lower' or 'upper'"):
+        apriori_bounds(f, ["a", "b"], levels)
+    assert known_cells(f, ["a", "b"], levels).tolist() == [[True, False], [False, False]]
