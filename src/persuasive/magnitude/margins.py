@@ -42,7 +42,15 @@ from persuasive.errors import ValidationError
 from persuasive.magnitude.certificate import MagnitudeClass
 from persuasive.magnitude.contributors import Contributions
 
-__all__ = ["Incidence", "MarginOutcome", "attacker_intervals", "incidence", "parse", "protect"]
+__all__ = [
+    "Incidence",
+    "MarginOutcome",
+    "attacker_intervals",
+    "candidate_explained",
+    "incidence",
+    "parse",
+    "protect",
+]
 
 #: Relative margin taken off Var(y_c | L y_S) (errs towards larger κ).
 VAR_MARGIN = 1e-8
@@ -159,6 +167,42 @@ def _explained(a: NDArray[np.float64], v: NDArray[np.float64], c: int) -> float:
     return 1.0 if var <= 0 else max(0.0, 1.0 - var / v[c])
 
 
+def candidate_explained(
+    a: NDArray[np.float64],
+    v: NDArray[np.float64],
+    c: int,
+    extra: NDArray[np.float64],
+    v_extra: NDArray[np.float64],
+) -> NDArray[np.float64]:
+    r"""For each candidate d: :math:`1 - \operatorname{Var}(y_c \mid L y)/V_c` once column
+    ``extra[:, d]`` (variance ``v_extra[d]``) joins the unknowns ``a`` (variances ``v``), all at
+    once. With :math:`M = L\,\mathrm{diag}(V) L^\top` (margins × margins),
+
+    .. math::
+
+        g_0 = V_c\,\ell_c^\top M^+ \ell_c,\qquad
+        g_d = g_0 - \frac{V_c V_d (\ell_c^\top M^+ \ell_d)^2}{1 + V_d\,\ell_d^\top M^+ \ell_d}
+
+    (Sherman–Morrison) when :math:`\ell_d \in \operatorname{range} M`, and :math:`g_d = g_0`
+    otherwise (a margin then reveals :math:`y_d` alone, which changes nothing for c). Used to
+    *rank* candidates only; every certified κ is recomputed by :func:`_explained`.
+    """
+    m = (a * v) @ a.T
+    lam, u = np.linalg.eigh(m)
+    keep = lam > 1e-10 * max(float(lam.max(initial=0.0)), 1e-300)
+    u, lam = u[:, keep], lam[keep]
+    lc = a[:, c]
+    pc = (u.T @ lc) / lam  # coordinates of M^+ ℓ_c in the eigenbasis
+    g0 = v[c] * float((u.T @ lc) @ pc)
+    proj = u.T @ extra  # (rank × candidates)
+    outside = np.sum(extra * extra, axis=0) - np.sum(proj * proj, axis=0)
+    inside = outside <= 1e-9 * np.maximum(np.sum(extra * extra, axis=0), 1.0)
+    cross = pc @ proj
+    quad = np.sum(proj * proj / lam[:, None], axis=0)
+    g = g0 - v[c] * v_extra * cross**2 / (1.0 + v_extra * quad)
+    return np.where(inside, np.clip(g, 0.0, 1.0), min(max(g0, 0.0), 1.0))
+
+
 @dataclass(frozen=True)
 class MarginOutcome:
     """The suppression pattern with margins and each cell's certified κ."""
@@ -216,12 +260,34 @@ def protect(
     # ties are broken by the smallest total, or with public sizes by the smallest Σ z², so
     # that the whole pattern depends on public data only (docs/magnitude.md §5)
     totals = c.total if c.size is None else z_all
-    while True:
+
+    def ranked(cell: int, cand: NDArray[np.int64]) -> NDArray[np.float64]:
+        """κ of suppressed ``cell`` with each candidate suppressed too (to rank them)."""
         s_idx = np.flatnonzero(supp)
-        for cell in s_idx:
+        v = z_m[s_idx].copy()
+        pos = int(np.flatnonzero(s_idx == cell)[0])
+        v[pos] = g2 * z_all[cell]
+        keep = v > 0
+        g = candidate_explained(
+            a_full[:, s_idx[keep]], v[keep], int(np.sum(keep[:pos])), a_full[:, cand], z_m[cand]
+        )
+        explained = share[cell] * g
+        with np.errstate(divide="ignore"):
+            k = np.where(explained >= 1.0, np.inf, cls.r1 - np.log1p(-np.minimum(explained, 1.0)))
+        # equal up to rounding counts as a tie (then the smallest total decides)
+        return np.where(np.isfinite(k), np.round(k, 9), k)
+
+    stale = supp.copy()  # cells whose κ may exceed the target (κ only falls as more are hidden)
+    while True:
+        for cell in np.flatnonzero(stale & supp):
             kappa[cell] = kappa_of(int(cell), supp)
+        s_idx = np.flatnonzero(supp)
         bad = s_idx[kappa[s_idx] > target]
+        stale[:] = False
+        stale[bad] = True
         if bad.size == 0:
+            for cell in s_idx:  # the final pattern's κ of every suppressed cell (tightest)
+                kappa[cell] = kappa_of(int(cell), supp)
             return MarginOutcome(supp, primary, kappa, tuple(secondary), None)
         worst = int(bad[np.argmax(kappa[bad])])
         # candidates: published cells (whose total a coalition does not know) sharing a margin
@@ -237,14 +303,10 @@ def protect(
                 "ones can be suppressed to help; publish fewer margins or raise the target"
             )
             return MarginOutcome(supp, primary, kappa, tuple(secondary), reason)
-        after = []
-        for d in cand:
-            trial = supp.copy()
-            trial[d] = True
-            after.append(kappa_of(worst, trial))
-        best = np.lexsort((totals[cand], np.asarray(after)))[0]
+        best = np.lexsort((totals[cand], ranked(worst, cand)))[0]
         pick = int(cand[best])
         supp[pick] = True
+        stale[pick] = True
         secondary.append(pick)
 
 
