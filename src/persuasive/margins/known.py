@@ -154,12 +154,13 @@ def apriori_bounds(
     structural: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """The a-priori bounds listed in ``frame`` (one row per cell: its key values, ``lower``
-    and/or ``upper``, inclusive non-negative integers; an empty field is no bound), as
+    and/or ``upper``, inclusive whole counts; an empty field is no bound), as
     ``(lower, upper)`` arrays of the table's shape (0 and :data:`NO_UPPER` where none).
 
     Labels are compared as strings. A row naming no cell of the table, a structural zero or a
-    cell twice, a bound that is not a non-negative integer, or ``lower > upper`` is an error
-    naming the row and echoing the value.
+    cell twice, a bound that is not a whole count from 0 to :data:`MAX_BOUND` (ASCII digits in
+    a CSV file; an integer, or a whole float as pandas writes a column with empty fields, in a
+    frame), or ``lower > upper`` is an error naming the row and echoing the value.
 
     Examples
     --------
@@ -254,20 +255,25 @@ def _require_keys(name: str, what: str, columns: Sequence[str], keys: Sequence[s
 
 
 def _bound(row: int, shown: str, column: str, value: Any) -> int | None:
-    """One bound: None (empty), or a non-negative integer (a string as written in a file)."""
+    """One bound: None (empty), or a whole count from 0 to :data:`MAX_BOUND`: an integer, a
+    whole float of a typed column (pandas stores an integer column with empty fields as
+    floats), or ASCII digits as written in a CSV file."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    text = str(value).strip()
-    ok = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-    if not ok and isinstance(value, str) and text.isdigit():
-        ok = True
-    if not ok or not 0 <= int(text) <= MAX_BOUND:
+    n: int | None = None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        n = int(value)
+    elif isinstance(value, (float, np.floating)) and np.isfinite(value) and value == int(value):
+        n = int(value)
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        n = int(value.strip())
+    if n is None or not 0 <= n <= MAX_BOUND:
         raise ValidationError(
             f"apriori: row {row} ({shown}) has {column} = {value!r:.40}; a bound must be a whole "
-            f"count from 0 to {MAX_BOUND} (2**53), written without a decimal point (or empty "
-            "for none)"
+            f"count from 0 to {MAX_BOUND} (2**53; in a CSV file digits only, no decimal point), "
+            "or empty for none"
         )
-    return int(text)
+    return n
 
 
 def claimed_bounds(
