@@ -8,6 +8,7 @@ row totals of a 2-D table, ``(1,)`` the column totals, ``()`` the grand total. S
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,8 +30,8 @@ def _dim_position(token: Any, dims: Sequence[str]) -> int:
         pos = int(token)
     elif isinstance(token, str) and token in dims:
         pos = list(dims).index(token)
-    elif isinstance(token, str) and token.strip().lstrip("-").isdigit():
-        pos = int(token)
+    elif isinstance(token, str) and re.fullmatch(r"-?[0-9]+", token.strip()):
+        pos = int(token)  # ASCII digits only: str.isdigit() is also true for '²', int() is not
     else:
         raise ValidationError(
             f"margins names a missing dimension {token!r}; the table's dimensions are "
