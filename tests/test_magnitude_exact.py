@@ -225,3 +225,21 @@ def test_an_empty_value_is_named_as_empty(tmp_path):
     path.write_text("k,id,v\na,1,5\na,2,\n")
     with pytest.raises(ValidationError, match="row 2: the empty value is missing"):
         release_magnitude(path, keys="k", value="v", unit="id", target_kappa=3.0)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_float_fast_path_equals_the_shortest_text(seed):
+    """Floats read without text (fewest round-tripping decimals) give the mantissas of their
+    shortest representations (Python's repr, parsed as text)."""
+    from persuasive.magnitude.exact import exact_values
+
+    rng = np.random.default_rng(seed)
+    rounded = np.round(rng.lognormal(0, 2, 500), int(rng.integers(0, 5)))
+    corners = [0.1, 0.2, 0.3, 1e-7, 4503599627370495.5]
+    x = np.concatenate([rounded, rng.lognormal(0, 1, 50), corners])
+    fast = exact_values(pl.DataFrame({"v": x}), "v")
+    text = exact_values(pl.DataFrame({"v": [repr(float(v)) for v in x]}), "v")
+    assert fast.scale == text.scale
+    assert (fast.mantissa == text.mantissa).all()
+    sums = [Decimal(repr(float(v))) for v in x]
+    assert Decimal(str(fast.mantissa.sum())) / Decimal(10) ** fast.scale == sum(sums)

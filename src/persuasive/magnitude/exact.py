@@ -74,6 +74,13 @@ def exact_values(df: pl.DataFrame, column: str, name: str | None = None) -> Exac
     >>> e.mantissa.to_list(), e.scale
     ([15, 20, 3], 1)
     """
+    dtype = df.schema[column]
+    if dtype.is_integer():  # exact already: no text
+        return Exact(df[column].cast(pl.Int128), 0, False)
+    if dtype.is_float():
+        fast = _float_parts(df[column].to_numpy())
+        if fast is not None:
+            return fast
     t = _text(df, column)
     shown = column if name is None else name
     parts = df.select(
@@ -116,13 +123,40 @@ def exact_values(df: pl.DataFrame, column: str, name: str | None = None) -> Exac
             "published total must be exact: round the values or rescale the column (e.g. to "
             "thousands)"
         )
-    text = (
-        pl.when(pl.col("d") == "")
-        .then(pl.lit("0"))
-        .otherwise(pl.concat_str(pl.col("d"), pl.lit("0").repeat_by(pl.col("pad")).list.join("")))
-    )
-    mant = q.select(text.cast(pl.Int128).alias("m"))["m"]
-    return Exact(mant, scale, df.schema[column].is_float())
+    digits_int = pl.when(pl.col("d") == "").then(pl.lit("0")).otherwise(pl.col("d"))
+    base = q.select(digits_int.cast(pl.Int128).alias("d"))["d"]
+    top = int(q["pad"].max() or 0)  # type: ignore[arg-type]  # > scale for 1e3-like values
+    return Exact(base * _pow10(q["pad"], top), scale, dtype.is_float())
+
+
+def _pow10(pad: pl.Series, top: int) -> pl.Series:
+    """10^pad as Int128 for 0 ≤ pad ≤ top (a lookup: Int128 has no power)."""
+    table = pl.Series([str(10**k) for k in range(top + 1)]).cast(pl.Int128)
+    return table.gather(pad.cast(pl.Int64))
+
+
+def _float_parts(x: np.ndarray) -> Exact | None:
+    r"""Floats below :math:`2^{53}`: each as the fewest decimals k ≤ 17 with
+    :math:`\mathrm{round}(x 10^k)/10^k = x` (the division is correctly rounded, so the decimal
+    round-trips to x, as its shortest representation does), without text. None when some value
+    needs the text path (too large, or no such k)."""
+    n = x.size
+    k = np.full(n, -1, dtype=np.int64)
+    m = np.zeros(n, dtype=np.float64)
+    for j in range(18):
+        if not (k < 0).any():
+            break
+        p = 10.0**j
+        with np.errstate(over="ignore", invalid="ignore"):
+            cand = np.rint(x * p)
+            ok = (k < 0) & (cand < 2.0**53) & (cand / p == x)
+        k[ok] = j
+        m[ok] = cand[ok]
+    if (k < 0).any():
+        return None
+    scale = int(k.max(initial=0))
+    mant = pl.Series(m.astype(np.int64)).cast(pl.Int128) * _pow10(pl.Series(scale - k), scale)
+    return Exact(mant, scale, True)
 
 
 def publishable(
