@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from persuasive.classes.receivers import (
@@ -17,7 +18,7 @@ from persuasive.classes.receivers import (
     SmallCellReceiver,
 )
 from persuasive.errors import ValidationError
-from persuasive.margins import MarginTable
+from persuasive.margins import MarginTable, margin_sums
 
 __all__ = ["BOUNDS", "OBJECTIVES", "check_margins_receiver", "primary_table", "read_grid"]
 
@@ -110,7 +111,19 @@ def primary_table(
     table = primary_table(data, ks, count, h, names, known, hierarchy, apriori)
     levels = [[str(x) for x in table.levels[k]] for k in ks]
     totals = margin_totals(given, ks, table.margins, table.margin_names(), levels)
+    for m, name in zip(table.margins, table.margin_names(), strict=True):
+        stated, own = np.asarray(totals[m]), margin_sums(table.counts, m)
+        if stated.shape == own.shape and np.any(stated != own):  # named as the file names it
+            at = tuple(int(i) for i in np.argwhere(stated != own)[0])
+            where = ", ".join(
+                f"{ks[a]}={table.levels[ks[a]][i]!r}" for a, i in zip(m, at, strict=True)
+            )
+            raise ValidationError(
+                f"margins: the total of margin {name!r} at ({where or 'the grand total'}) is "
+                f"{int(stated[at])} in the totals given, but the cells add up to {int(own[at])}: "
+                "published totals that do not add up to the table cannot be published"
+            )
     MarginTable(
         table.counts, h=h, margins=table.margins, dims=ks, totals=totals, known=table.known
-    )  # add up?
+    )  # any other check of the totals
     return table
