@@ -119,7 +119,7 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
     if p.margins:
         names = [" × ".join(m) if m else "the grand total" for m in p.margins]
         margins = f" and its margins ({'; '.join(names)}), exactly,"
-        guess = "every published total (jointly, in whitened error)"
+        guess = "all the published totals at once (allowing for how they overlap)"
         of_cell = ""
     return (
         f"Publishing the totals of “{p.value}” by {', '.join(p.keys)}{margins} with every cell "

@@ -73,7 +73,9 @@ def dominance(rel: Any, worst: int = 10, top: int = 3) -> pl.DataFrame:
         ok = r < c.count[order]
         vals = np.where(ok, c.value[np.minimum(idx, c.value.size - 1)], 0.0) / total[order]
         cols[f"share {r + 1}"] = [float(x) if o else None for x, o in zip(vals, ok, strict=True)]
-    cols["kappa"] = [float(cert.cell[j]) for j in order]
+    # with margins the cells' own κ (before the margins) is kappa_primary in the other tables
+    name = "kappa_primary" if "kappa_primary" in rel.cells.columns else "kappa"
+    cols[name] = [float(cert.cell[j]) for j in order]
     return pl.DataFrame(cols)
 
 
