@@ -243,3 +243,21 @@ def test_float_fast_path_equals_the_shortest_text(seed):
     assert (fast.mantissa == text.mantissa).all()
     sums = [Decimal(repr(float(v))) for v in x]
     assert Decimal(str(fast.mantissa.sum())) / Decimal(10) ** fast.scale == sum(sums)
+
+
+@pytest.mark.parametrize(
+    ("header", "keys", "margins"), [("total", "total", None), ("margin", "margin,b", "b")]
+)
+def test_a_key_named_like_a_published_column_is_refused(tmp_path, header, keys, margins):
+    """A key called 'total' (or 'margin' with margins) would collide with the published
+    columns: one line, exit 2, nothing written (it was an internal error)."""
+    path = tmp_path / "d.csv"
+    rows = [f"a,x,{i},{v}" for i, v in enumerate([5, 4, 3, 3, 3])]
+    path.write_text(f"{header},b,id,v\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "o"
+    extra = ["--margins", margins] if margins else []
+    res = run("release", "magnitude", path, "--keys", keys, "--value", "v", "--unit", "id",
+              "--target-kappa", "9", "--out", out, *extra)  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert f"keys: '{header}' names a column of the published files" in res.output
+    assert len(res.output.strip().splitlines()) == 1 and not out.exists()

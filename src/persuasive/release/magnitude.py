@@ -235,6 +235,13 @@ def release_magnitude(
     [4.7256, inf]
     """
     key_list = [k.strip() for k in keys.split(",")] if isinstance(keys, str) else list(keys)
+    reserved = ("total", "margin") if margins is not None else ("total",)
+    clash = [k for k in key_list if k in reserved]
+    if clash:
+        raise ValidationError(
+            f"keys: {clash[0]!r} names a column of the published files ({', '.join(reserved)}); "
+            "rename that key column (e.g. with a suffix) and name it in --keys"
+        )
     spec: tuple[tuple[str, ...], ...] = ()
     if margins is not None:
         from persuasive.magnitude.margins import parse
