@@ -153,6 +153,49 @@ EncodingOpt = Annotated[
 ]
 
 
+# The options of the count-table releases (release table, release table --margins, release
+# linked): declared once, so that every command shows the same text.
+_H_HELP = "Suppress cells below h: an integer in [2, 10^6]."
+HOpt = Annotated[int | None, opt("--h", _H_HELP)]
+#: ``--h`` where the command cannot go without it (typer reports it missing).
+HRequiredOpt = Annotated[int, opt("--h", _H_HELP)]
+ROpt = Annotated[int | None, opt("--r", "Small-cell score threshold: 2 <= r <= h (default h).")]
+AlphaOpt = Annotated[
+    float | None, opt("--alpha", "Receivers: every prior with P(cell < h) >= A, A in (0, 1].")
+]
+PoissonMeanOpt = Annotated[
+    str | None, opt("--poisson-mean", "Receivers: Poisson cell priors, mean in LO:HI.")
+]
+NegbinMeanOpt = Annotated[
+    str | None, opt("--negbin-mean", "Receivers: negative-binomial priors, mean in LO:HI.")
+]
+NegbinSizeOpt = Annotated[float | None, opt("--negbin-size", "Negative-binomial size (> 0).")]
+
+_OBJECTIVE_HELP = "minimise secondary 'count' or 'total'."
+_BOUND_HELP = "plan against 'publication' (default) or 'table'."
+#: ``--objective`` and ``--bound`` of ``release table``, which need ``--margins``.
+MarginsObjectiveOpt = Annotated[
+    str | None, opt("--objective", "With --margins: " + _OBJECTIVE_HELP)
+]
+MarginsBoundOpt = Annotated[str | None, opt("--bound", "With --margins: " + _BOUND_HELP)]
+#: ``--objective`` and ``--bound`` of a command that always publishes margins.
+ObjectiveOpt = Annotated[str | None, opt("--objective", _OBJECTIVE_HELP.capitalize())]
+BoundOpt = Annotated[str | None, opt("--bound", _BOUND_HELP.capitalize())]
+
+
+def planner_choices(objective: str | None, bound: str | None) -> tuple[str, str]:
+    """``--objective`` and ``--bound`` checked (one line naming the option, echoing the value,
+    saying what is allowed), with their defaults ``count`` and ``publication``."""
+    from persuasive.errors import ValidationError
+    from persuasive.release.margins_input import BOUNDS, OBJECTIVES
+
+    if objective not in (None, *OBJECTIVES):
+        raise ValidationError(f"--objective must be {' or '.join(OBJECTIVES)}; got {objective!r}")
+    if bound not in (None, *BOUNDS):
+        raise ValidationError(f"--bound must be {' or '.join(BOUNDS)}; got {bound!r}")
+    return objective or OBJECTIVES[0], bound or BOUNDS[0]
+
+
 def check_all(**options: Any) -> dict[str, Any]:
     """Every option value checked against its declared domain: ``check_all(r1=..., delta=...)``
     (names as in :data:`persuasive._domains.RELEASE`; None passes through)."""

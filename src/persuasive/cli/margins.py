@@ -180,12 +180,7 @@ def run_margins(
     ``mip_time_limit`` (text, seconds) choose the planner (:func:`check_planner`)."""
     from persuasive.errors import ValidationError
     from persuasive.margins.planner import InfeasiblePlanError
-    from persuasive.release.margins import (
-        BOUNDS,
-        OBJECTIVES,
-        check_margins_receiver,
-        release_table_with_margins,
-    )
+    from persuasive.release.margins import check_margins_receiver, release_table_with_margins
     from persuasive.release.margins_output import check_certificate
     from persuasive.release.pipeline import exit_status, publish
 
@@ -204,10 +199,7 @@ def run_margins(
             "--h: with --margins give the threshold --h H (--target-kappa is then the planner's "
             "per-cell target, not a calibration of h)"
         )
-    if objective not in (None, *OBJECTIVES):
-        raise ValidationError(f"--objective must be {' or '.join(OBJECTIVES)}; got {objective!r}")
-    if bound not in (None, *BOUNDS):
-        raise ValidationError(f"--bound must be {' or '.join(BOUNDS)}; got {bound!r}")
+    objective, bound = c.planner_choices(objective, bound)
     check_margins_receiver(receiver)
     meth, limit = check_planner(method, mip_time_limit, target_kappa)
     given: Any = margins
@@ -227,8 +219,8 @@ def run_margins(
                 receiver=receiver,
                 margins=given,
                 target_kappa=target_kappa,
-                objective=objective or "count",
-                bound=bound or "publication",
+                objective=objective,
+                bound=bound,
                 r=r,
                 microdata=microdata,
                 absent=absent,

@@ -118,22 +118,12 @@ def table_cmd(
     count: Annotated[
         str | None, opt("--count", "The count column (with --microdata: its name, default n).")
     ] = None,
-    h: Annotated[int | None, opt("--h", "Suppress cells below h: an integer in [2, 10^6].")] = None,
-    alpha: Annotated[
-        float | None, opt("--alpha", "Receivers: every prior with P(cell < h) >= A, A in (0, 1].")
-    ] = None,
-    poisson_mean: Annotated[
-        str | None, opt("--poisson-mean", "Receivers: Poisson cell priors, mean in LO:HI.")
-    ] = None,
-    negbin_mean: Annotated[
-        str | None, opt("--negbin-mean", "Receivers: negative-binomial priors, mean in LO:HI.")
-    ] = None,
-    negbin_size: Annotated[
-        float | None, opt("--negbin-size", "Negative-binomial size (> 0).")
-    ] = None,
-    r: Annotated[
-        int | None, opt("--r", "Small-cell score threshold: 2 <= r <= h (default h).")
-    ] = None,
+    h: c.HOpt = None,
+    alpha: c.AlphaOpt = None,
+    poisson_mean: c.PoissonMeanOpt = None,
+    negbin_mean: c.NegbinMeanOpt = None,
+    negbin_size: c.NegbinSizeOpt = None,
+    r: c.ROpt = None,
     target_kappa: TargetOpt = None,
     format_: FormatOpt = None,
     report: ReportOpt = False,
@@ -150,13 +140,8 @@ def table_cmd(
             "--target-kappa is then the planner's per-cell target.",
         ),
     ] = None,
-    objective: Annotated[
-        str | None, opt("--objective", "With --margins: minimise secondary 'count' or 'total'.")
-    ] = None,
-    bound: Annotated[
-        str | None,
-        opt("--bound", "With --margins: plan against 'publication' (default) or 'table'."),
-    ] = None,
+    objective: c.MarginsObjectiveOpt = None,
+    bound: c.MarginsBoundOpt = None,
     method: Annotated[
         str | None,
         opt(
