@@ -46,30 +46,21 @@ def linked_cmd(
             "(a,b;a,c); every pair's shared variables must be published by both.",
         ),
     ],
-    h: Annotated[int, opt("--h", "Suppress cells below h: an integer in [2, 10^6].")],
-    poisson_mean: Annotated[
-        str | None,
-        opt("--poisson-mean", "Receivers: the cover table's cells Poisson, common mean in LO:HI."),
-    ] = None,
+    h: c.HRequiredOpt,
+    poisson_mean: c.PoissonMeanOpt = None,
     negbin_mean: Annotated[
         str | None, opt("--negbin-mean", "Refused for linked tables (docs/linked.md).")
     ] = None,
     negbin_size: Annotated[float | None, opt("--negbin-size", "See --negbin-mean.")] = None,
-    r: Annotated[
-        int | None, opt("--r", "Small-cell score threshold: 2 <= r <= h (default h).")
-    ] = None,
+    r: c.ROpt = None,
     target_kappa: Annotated[
         float | None,
         opt(
             "--target-kappa", "Every table's per-cell target κ (>= 0): secondary cells are planned."
         ),
     ] = None,
-    objective: Annotated[
-        str | None, opt("--objective", "Minimise secondary 'count' (default) or 'total'.")
-    ] = None,
-    bound: Annotated[
-        str | None, opt("--bound", "Plan against 'publication' (default) or 'table'.")
-    ] = None,
+    objective: c.ObjectiveOpt = None,
+    bound: c.BoundOpt = None,
     count: Annotated[
         str, opt("--count", "The name of each table's count column (default n).")
     ] = "n",
@@ -83,9 +74,11 @@ def linked_cmd(
 ) -> None:
     """Release linked tables of one microdata file (one row per record) as one publication.
 
-    Each table is released with its margins and certified on its own; by the lemma of
-    docs/linked.md each table's certificate is the guarantee for the whole publication. Exit 0
-    when every table is certified, 1 when one is not (nothing written), 2 on bad input.
+    The Receiver's priors (--poisson-mean) are stated for the cells of the cover table, every
+    combination of the tables' variables, with one common mean. Each table is released with
+    its margins and certified on its own; by the lemma of docs/linked.md each table's
+    certificate is the guarantee for the whole publication. Exit 0 when every table is
+    certified, 1 when one is not (nothing written), 2 on bad input.
     """
     import typer
 
@@ -98,6 +91,8 @@ def linked_cmd(
     output = Output.of(out, force, data, "linked", table_format_of(data, format_), report, json_)
     spec = linked_spec(tables, margins)  # bad tables or margins: exit 2 before any work
     h_, r_, target = checked("--h", h), checked("--r", r), checked("--target-kappa", target_kappa)
+    objective_, bound_ = c.planner_choices(objective, bound)
+    _check_count(count, spec.variables)
     receiver = check_cover_receiver(c.receiver(None, poisson_mean, negbin_mean, negbin_size))
     with c.progress(STEPS, quiet or json_) as step:
         step("read")
@@ -111,8 +106,8 @@ def linked_cmd(
                 receiver=receiver,
                 target_kappa=target,
                 r=r_,
-                objective=objective or "count",
-                bound=bound or "publication",
+                objective=objective_,
+                bound=bound_,
                 count=count,
             )
         except InfeasiblePlanError as exc:
@@ -149,6 +144,20 @@ def linked_cmd(
         markup=False,
     )
     raise typer.Exit(0)
+
+
+def _check_count(count: str, variables: tuple[str, ...]) -> None:
+    from persuasive.errors import ValidationError
+
+    if not count.strip() or count != count.strip():
+        raise ValidationError(
+            f"--count must be a column name without leading or trailing spaces; got {count!r:.40}"
+        )
+    if count in variables:
+        raise ValidationError(
+            f"--count {count!r} is a variable of the tables; name the count column otherwise "
+            "(e.g. --count n)"
+        )
 
 
 def _pairs(rel: object, data: object, doc: dict, files: dict) -> list[tuple[str, str]]:

@@ -47,8 +47,10 @@ class LinkedRelease(display.ReleaseResult):
     ----------
     spec : LinkedSpec
         The tables' names, variables, published margins and the links between every pair.
-    releases : tuple of MarginRelease
-        Each table's release (its Receiver derived from ``receiver``).
+    releases : tuple of MarginRelease or None
+        Each table's release (its Receiver derived from ``receiver``); ``None`` for the tables
+        after the first that is not certified (the publication is all or nothing, so they are
+        not released).
     receiver : PoissonReceiver
         The Receiver of the cover table's cells.
     levels : dict
@@ -82,7 +84,7 @@ class LinkedRelease(display.ReleaseResult):
     @property
     def ok(self) -> bool:
         """Every table certified: its release ``ok`` (exit 0); otherwise nothing is written."""
-        return all(rel.ok for rel in self.releases)
+        return all(rel is not None and rel.ok for rel in self.releases)
 
     @property
     def refused(self) -> bool:
@@ -92,7 +94,7 @@ class LinkedRelease(display.ReleaseResult):
         """Why the publication is refused (the first table that is not certified), or the
         guarantee."""
         for name, rel in zip(self.names, self.releases, strict=True):
-            if not rel.ok:
+            if rel is not None and not rel.ok:
                 why = rel.verdict.statement() if rel.refused else _not_ok(rel)
                 return f"table '{name}' is not certified, so no table is published: " + " ".join(
                     why.split()
@@ -108,23 +110,26 @@ class LinkedRelease(display.ReleaseResult):
 
     def summary(self) -> pl.DataFrame:
         """One row per table: name, variables, margins, cover cells per cell, the derived
-        Receiver's mean range, cells, suppressed (secondary), κ published, certified."""
+        Receiver's mean range, cells, suppressed (secondary), κ published, certified (null
+        for a table not released because an earlier one is not certified)."""
         rows = []
         for k, (name, rel) in enumerate(zip(self.names, self.releases, strict=True)):
-            vd = rel.verdict
+            m = self.cells_per_cell(k)
+            derived = derived_receiver(self.receiver, m)
+            vd = None if rel is None else rel.verdict
             rows.append(
                 {
                     "table": name,
                     "variables": "*".join(self.spec.keys[k]),
                     "margins": ",".join(self.spec.margin_names(k)),
-                    "cover_cells_per_cell": self.cells_per_cell(k),
-                    "mean_min": rel.receiver.mean_min,
-                    "mean_max": rel.receiver.mean_max,
-                    "cells": int(vd.n_cells),
-                    "suppressed": int(vd.n_suppressed),
-                    "secondary": int(vd.n_secondary),
-                    "kappa_published": float(vd.kappa_published),
-                    "certified": bool(rel.ok),
+                    "cover_cells_per_cell": m,
+                    "mean_min": derived.mean_min,
+                    "mean_max": derived.mean_max,
+                    "cells": None if vd is None else int(vd.n_cells),
+                    "suppressed": None if vd is None else int(vd.n_suppressed),
+                    "secondary": None if vd is None else int(vd.n_secondary),
+                    "kappa_published": None if vd is None else float(vd.kappa_published),
+                    "certified": None if rel is None else bool(rel.ok),
                 }
             )
         return pl.DataFrame(rows)
@@ -195,6 +200,32 @@ def _levels(frame: Any, variables: tuple[str, ...], count: str) -> dict[str, int
     return out
 
 
+def _check_columns(frame: Any, spec: LinkedSpec, count: str) -> None:
+    """Every table's variables are columns of the records, and ``count`` names none of them
+    (checked before any work: one line naming the argument)."""
+    from persuasive.files import reading as rd
+
+    if not isinstance(count, str) or not count.strip() or count != count.strip():
+        raise ValidationError(
+            f"count: the name of each table's count column, a non-empty name without leading or "
+            f"trailing spaces; got {count!r:.40}"
+        )
+    if count in spec.variables:
+        raise ValidationError(
+            f"count: {count!r} is a variable of the tables; name the count column otherwise "
+            "(e.g. count='n')"
+        )
+    names = rd.header(frame)
+    for k, ks in enumerate(spec.keys):
+        missing = [v for v in ks if v not in names]
+        if missing:
+            shown = ", ".join(names[:12]) + (" ..." if len(names) > 12 else "")
+            raise ValidationError(
+                f"tables: variable {missing[0]!r} of table '{spec.names[k]}' ({'*'.join(ks)}) "
+                f"is not a column of the data; its columns: {shown}"
+            )
+
+
 def release_linked_tables(
     frame: Any,
     *,
@@ -250,22 +281,33 @@ def release_linked_tables(
     Returns
     -------
     LinkedRelease
-        ``rel.ok``: every table certified; ``rel.write(folder)`` writes the publication.
+        ``rel.ok``: every table certified; ``rel.write(folder)`` writes the publication. The
+        tables are released in order, and those after the first that is not certified are not
+        released at all (``rel.releases[k]`` is None): nothing would be published anyway.
 
     Raises
     ------
     ValidationError
-        Bad parameters, a family that is cyclic or has a table inside another, a pair of tables
+        Bad parameters (a variable that is not a column, a count name that is a variable), a
+        family that is cyclic or lists a table twice or inside another, a pair of tables
         whose shared totals one of them does not publish, a negative-binomial Receiver.
     """
+    from persuasive import _validation as v
     from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.margins import release_table_with_margins
+    from persuasive.release.margins_input import BOUNDS, OBJECTIVES
 
     spec = linked_spec(tables, margins, names)
     cover = check_cover_receiver(receiver)
+    v.choice("objective", objective, OBJECTIVES)
+    v.choice("bound", bound, BOUNDS)
+    _check_columns(frame, spec, count)
     levels = _levels(frame, spec.variables, count)
-    releases = []
+    releases: list[Any] = []
     for k, ks in enumerate(spec.keys):
+        if releases and not releases[-1].ok:  # all or nothing: the rest would not be published
+            releases.append(None)
+            continue
         try:
             rel = release_table_with_margins(
                 frame,

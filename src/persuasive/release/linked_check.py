@@ -195,8 +195,16 @@ def cycle(keys: Sequence[Sequence[str]]) -> list[int]:
 
 def check_linked(spec_names: Sequence[str], keys: Any, margins: Any) -> tuple[Link, ...]:
     """The links between every pair of tables, after checking the two conditions of the module
-    docstring (a ValidationError naming the tables and what to publish instead)."""
+    docstring (a ValidationError naming the tables and what to publish instead); with
+    ``margins=None`` only the first (a table listed twice or inside another, a cycle)."""
     n = len(keys)
+    for k in range(n):
+        for l_ in range(k + 1, n):
+            if set(keys[k]) == set(keys[l_]):
+                raise ValidationError(
+                    f"tables: the table {'*'.join(keys[k])} is listed twice (tables {k + 1} "
+                    f"and {l_ + 1}); list each table once"
+                )
     for k in range(n):
         for l_ in range(n):
             if k != l_ and set(keys[k]) <= set(keys[l_]):
@@ -215,6 +223,8 @@ def check_linked(spec_names: Sequence[str], keys: Any, margins: Any) -> tuple[Li
             "independent given the totals they share and cannot be audited one at a time; "
             f"publish instead one table {'*'.join(union)} with margins {pairs}"
         )
+    if margins is None:
+        return ()
     links = []
     for k in range(n):
         for l_ in range(k + 1, n):
@@ -242,6 +252,7 @@ def linked_spec(tables: Any, margins: Any, names: Any = None) -> LinkedSpec:
     :func:`check_linked`)."""
     keys = _tables(tables)
     spec_names = _names(names, keys)
+    check_linked(spec_names, keys, None)  # the family first: a table inside another, a cycle
     ms = _margins(margins, keys)
     return LinkedSpec(spec_names, keys, ms, check_linked(spec_names, keys, ms))
 

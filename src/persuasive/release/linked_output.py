@@ -21,7 +21,7 @@ for the joint publication.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ NOTES = (
 )
 
 
-def guarantee_of(p: Any, table_guarantees: list[Mapping[str, Any]]) -> dict[str, Any]:
+def guarantee_of(p: Any, table_guarantees: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The publication's guarantee from each table's: holds when all hold, κ the largest."""
     holds = all(bool(g["holds"]) for g in table_guarantees)
     kappa = max(float(g["kappa"]) for g in table_guarantees)
@@ -112,9 +112,13 @@ def _text(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.all().cast(pl.String))
 
 
-def _levels(p: LinkedParams, released: list[pl.DataFrame], problems: list[str]) -> dict[str, int]:
+def _levels(
+    p: LinkedParams, released: list[pl.DataFrame | None], problems: list[str]
+) -> dict[str, int]:
     seen: dict[str, tuple[str, set[str]]] = {}
     for name, ks, frame in zip(p.spec.names, p.spec.keys, released, strict=True):
+        if frame is None:  # unreadable: already a problem
+            continue
         for v in ks:
             if v not in frame.columns:
                 problems.append(f"publication: table '{name}' has no column {v!r}")
@@ -127,6 +131,21 @@ def _levels(p: LinkedParams, released: list[pl.DataFrame], problems: list[str]) 
                 )
             seen.setdefault(v, (name, labels))
     return {v: len(seen[v][1]) if v in seen else 0 for v in p.spec.variables}
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    """A field that should be an object, or an empty one (a wrong type is a mismatch the
+    table's own verification names)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _is_guarantee(g: Mapping[str, Any]) -> bool:
+    """A guarantee section whose fields have the types :func:`guarantee_of` reads."""
+    try:
+        float(g["kappa"]), float(g["delta"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return isinstance(g.get("holds"), bool) and isinstance(g.get("exact"), bool)
 
 
 def _shared(margins: pl.DataFrame, name: str, shared: tuple[str, ...]) -> list[list[Any]]:
@@ -149,23 +168,44 @@ def linked_document(
     from persuasive.report.verify import verify_certificate
 
     problems: list[str] = []
-    docs, released, margins, facts = [], [], [], []
+    present = [name for name in p.spec.names if (folder / name / "certificate.json").is_file()]
+    if not present:
+        raise ValidationError(
+            f"--published: '{folder}' holds none of the tables' folders "
+            f"({', '.join(p.spec.names)}), each with its certificate.json; pass the linked "
+            "release folder"
+        )
+    docs: list[dict[str, Any]] = []
+    released: list[pl.DataFrame | None] = []
+    margins: list[pl.DataFrame | None] = []
+    facts: list[dict[str, Any]] = []
     for name in p.spec.names:
         sub = folder / name
-        if not (sub / "certificate.json").is_file():
-            raise ValidationError(f"--published: table folder '{sub}' has no certificate.json")
-        files = _table_files(sub)
+        try:  # a table missing or unreadable: the publication fails its check (exit 1)
+            if name not in present:
+                raise ValidationError(f"the folder '{sub}' has no certificate.json")
+            files = _table_files(sub)
+            check = verify_certificate(sub / "certificate.json", published=sub)
+            doc, _ = cd.loads((sub / "certificate.json").read_text(encoding="utf-8"), source=name)
+            stems = {Path(n).stem: path for n, path in files.items()}
+            frames = (_text(read_frame(stems["released"])), _text(read_frame(stems["margins"])))
+        except PersuasiveError as exc:
+            problems.append(f"tables[{name}]: {' '.join(str(exc).split())}")
+            docs.append({})
+            released.append(None)
+            margins.append(None)
+            continue
         facts += [file_facts(f"{name}/{n}", path) for n, path in sorted(files.items())]
-        check = verify_certificate(sub / "certificate.json", published=sub)
         if not check.ok:
             why = check.mismatches or (f"claims no guarantee: {check.statement}",)
             problems += [f"tables[{name}]: {m}" for m in why]
-        doc, _ = cd.loads((sub / "certificate.json").read_text(encoding="utf-8"), source=name)
         docs.append(doc)
-        stems = {Path(n).stem: path for n, path in files.items()}
-        released.append(_text(read_frame(stems["released"])))
-        margins.append(_text(read_frame(stems["margins"])))
+        released.append(frames[0])
+        margins.append(frames[1])
     levels = _levels(p, released, problems)
+    # a table that could not be read is one problem already: its claim is not compared, nor
+    # the Receivers derived from levels that table alone shows
+    unread = {"receiver"} if any(n == 0 for n in levels.values()) else set()
     tables = []
     for k, (name, doc) in enumerate(zip(p.spec.names, docs, strict=True)):
         m = cells_per_cell(levels, p.spec.keys[k])
@@ -178,11 +218,12 @@ def linked_document(
             "count": p.count,
             "target_kappa": p.target_kappa,
         }
-        claim = doc.get("claim", {})
-        cols = claim.get("columns", {}) if isinstance(claim, dict) else {}
+        claim = _dict(doc.get("claim"))
+        cols = _dict(claim.get("columns"))
+        stated = claim.get("margins")
         got = {
             **{f: claim.get(f) for f in ("receiver", "h", "r", "target_kappa")},
-            "margins": sorted(claim.get("margins") or []),
+            "margins": sorted(map(str, stated)) if isinstance(stated, list) else stated,
             "keys": cols.get("keys"),
             "count": cols.get("count"),
         }
@@ -190,9 +231,11 @@ def linked_document(
             f"tables[{name}].claim.{f}: stated {got[f]!r:.80}, the linked claim derives "
             f"{want[f]!r:.80}"
             for f in want
-            if cd.canonical(got[f]) != cd.canonical(want[f])
+            if released[k] is not None
+            and f not in unread
+            and cd.canonical(got[f]) != cd.canonical(want[f])
         ]
-        g = doc.get("guarantee", {})
+        g = _dict(doc.get("guarantee"))
         tables.append(
             {
                 "name": name,
@@ -209,7 +252,8 @@ def linked_document(
         names = (p.spec.names[a], p.spec.names[b])
         try:
             totals = [
-                _shared(margins[t], link.margins[i], link.shared) for i, t in enumerate((a, b))
+                [] if frame is None else _shared(frame, link.margins[i], link.shared)
+                for i, frame in enumerate((margins[a], margins[b]))
             ]
         except pl.exceptions.PolarsError as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -218,7 +262,7 @@ def linked_document(
                 f"from their margins files: {first}"
             )
             totals = [[], []]
-        if totals[0] != totals[1]:
+        if totals[0] != totals[1] and all(margins[t] is not None for t in (a, b)):
             problems.append(
                 f"publication: the totals over {'+'.join(link.shared) or 'total'} published by "
                 f"'{names[0]}' ({link.margins[0]}) and '{names[1]}' ({link.margins[1]}) differ: "
@@ -232,12 +276,12 @@ def linked_document(
                 "totals": totals[0],
             }
         )
-    gs = [d.get("guarantee", {}) for d in docs]
-    ok = all(isinstance(g, dict) and {"holds", "kappa", "delta", "exact"} <= set(g) for g in gs)
+    gs = [_dict(d.get("guarantee")) for d in docs]
+    ok = all(_is_guarantee(g) for g in gs)
     guarantee = (
         guarantee_of(p, gs)
         if ok
-        else {**guarantee_of(p, [{"holds": False, "kappa": "inf", "delta": 0, "exact": False}])}
+        else guarantee_of(p, [{"holds": False, "kappa": "inf", "delta": 0, "exact": False}])
     )
     publication = {
         "files": sorted(facts, key=lambda f: f["name"]),
