@@ -261,3 +261,23 @@ def test_a_key_named_like_a_published_column_is_refused(tmp_path, header, keys, 
     assert res.exit_code == 2, res.output
     assert f"keys: '{header}' names a column of the published files" in res.output
     assert len(res.output.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_exposure_is_named_in_the_custodian_file():
+    """Each exposed cell names who is exposed to whom (a one-contributor cell to everyone, a
+    two-contributor cell each to the other, n ≤ m + 1 each to the n − 1 others); the rest null.
+    Checked against the contributors listed per cell by a plain group-by."""
+    df = pl.DataFrame(
+        {"k": ["a", "b", "b", "c", "c", "c", "d", "d", "d", "d"],
+         "id": list("pqrstuvwxy"), "v": [1.0, 2, 3, 4, 5, 6, 1, 1, 1, 1]}
+    )  # fmt: skip
+    rel = release_magnitude(df, keys="k", value="v", unit="id", target_kappa=3.5, insiders=2)
+    got = dict(zip(rel.cells["k"].to_list(), rel.cells["exposure"].to_list(), strict=True))
+    assert got["a"] == "p: its only contributor, read off the total by anyone"
+    assert got["b"] == "r, q: each is the total minus the other's value"
+    assert (
+        got["c"]
+        == "each of u, t, s: the total minus the values of the 2 others (a coalition of insiders)"
+    )
+    assert got["d"] is None  # 4 contributors > m + 1 = 3
+    assert rel.cells["exposed"].to_list() == [v is not None for v in got.values()]

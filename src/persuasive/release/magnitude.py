@@ -123,6 +123,38 @@ class MagnitudeRelease(display.ReleaseResult):
         return comparison(self)
 
 
+def exposure(c: Contributions, exposed: Any, shown: int = 5) -> pl.Series:
+    """Who is exposed to whom, per cell (custodian only; null where no one is): a cell's only
+    contributor to every Receiver, or each of its n ≤ m + 1 contributors to the coalition of
+    the n − 1 others (``docs/magnitude.md`` §2), naming up to ``shown`` of them."""
+    flat = pl.DataFrame({"cell": c.cell, "label": list(c.label)})
+    hit = flat.filter(pl.Series(np.asarray(exposed)[c.cell]))
+    per = hit.group_by("cell").agg(pl.col("label").head(shown), pl.len().alias("n"))
+    names = pl.col("label").list.join(", ") + pl.when(pl.col("n") > shown).then(
+        pl.lit(", …")
+    ).otherwise(pl.lit(""))
+    text = (
+        pl.when(pl.col("n") == 1)
+        .then(pl.concat_str(names, pl.lit(": its only contributor, read off the total by anyone")))
+        .when(pl.col("n") == 2)
+        .then(pl.concat_str(names, pl.lit(": each is the total minus the other's value")))
+        .otherwise(
+            pl.concat_str(
+                pl.lit("each of "),
+                names,
+                pl.lit(": the total minus the values of the "),
+                (pl.col("n") - 1).cast(pl.String),
+                pl.lit(" others (a coalition of insiders)"),
+            )
+        )
+    )
+    per = per.select("cell", text.alias("exposure"))
+    full = pl.DataFrame({"cell": np.arange(c.n_cells, dtype=np.int64)}).join(
+        per, on="cell", how="left"
+    )
+    return full["exposure"]
+
+
 def cell_label(cells: pl.DataFrame) -> Any:
     """``j -> "cell (k='a', …)"``: how messages name cell j."""
 
@@ -297,6 +329,7 @@ def release_magnitude(
         pl.Series("kappa_outsider", cert.cell_outsider),
         pl.Series("kappa", kappa),
         pl.Series("exposed", cert.exposed),
+        exposure(c, cert.exposed),
         pl.Series("p_percent", flags_p),
         pl.Series("nk", flags_nk),
         pl.Series("suppressed", suppressed),
