@@ -281,3 +281,17 @@ def test_exposure_is_named_in_the_custodian_file():
     )
     assert got["d"] is None  # 4 contributors > m + 1 = 3
     assert rel.cells["exposed"].to_list() == [v is not None for v in got.values()]
+
+
+def test_a_unit_named_like_a_holding_stays_its_own_contributor():
+    """Unit 'holding G' and holding G's units are two contributors (they were merged by
+    label): checked against the cell's values listed by hand."""
+    from persuasive.magnitude.contributors import contributions
+
+    df = pl.DataFrame(
+        {"k": ["a"] * 4, "id": ["holding G", "u1", "u2", "u3"], "v": [5.0, 2.0, 1.0, 4.0],
+         "h": [None, "G", "G", None]}
+    )  # fmt: skip
+    c = contributions(df, keys=["k"], value="v", unit="id", holding="h")
+    assert c.value.tolist() == [5.0, 4.0, 3.0]  # unit "holding G", u3, holding G (u1 + u2)
+    assert c.units.tolist() == [1, 1, 2]

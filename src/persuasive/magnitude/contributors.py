@@ -212,14 +212,16 @@ def contributions(
     joined = df.join(cells, on=keys, how="left", nulls_equal=True, maintain_order="left")
     sums = joined.group_by(_CELL).agg(pl.col("__m").sum()).sort(_CELL)
     grouped = (
-        joined.group_by(_CELL, _CID)
+        # a unit whose id reads "holding G" is not holding G's units: group by the kind too
+        joined.with_columns(pl.col("__h").is_not_null().alias("__is_h"))
+        .group_by(_CELL, "__is_h", _CID)
         .agg(
             pl.col(value).sum().alias("v"),
             pl.col(unit).n_unique().alias("u"),
             pl.col("__s").sum().alias("s"),
         )
         .filter(pl.col("v") > 0 if not size else pl.lit(True))
-        .sort([_CELL, "v", _CID], descending=[False, True, False])
+        .sort([_CELL, "v", _CID, "__is_h"], descending=[False, True, False, False])
     )
     return Contributions(
         cells=cells.drop(_CELL),
