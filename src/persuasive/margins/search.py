@@ -153,11 +153,11 @@ class _State:
         if key in self.cache:
             return self.cache[key]
         parts = independent_parts(self.AsT, cells) if cells.size > 1 else [cells]
-        if len(parts) > 1:  # independent a posteriori (margins.implied): each part alone
+        if len(parts) > 1:  # independent a posteriori (margins.implied): each part alone,
+            # cached; the union is joined again when asked (caching it would keep a copy of
+            # every part's posterior per union tried, gigabytes on a large hierarchy)
             comps = [self._evaluate(p, sec, max_states) for p in parts]
-            joined = None if any(c is None for c in comps) else _join(cells, comps)
-            self.cache[key] = joined
-            return joined
+            return None if any(c is None for c in comps) else _join(cells, comps)
         A = sparse.csr_array(self.A[self.entries(cells)][:, cells])
         b = (A @ self.x[cells]).astype(np.int64)
         lo = np.maximum(np.where(sec[cells], self.h, 0), self.lower[cells])
