@@ -197,6 +197,16 @@ def test_time_limit_reaches_the_program_and_auto_beyond_its_reach_is_stated(monk
     assert rel.params.plan and dict(rel.params.plan)["mip"] == "too_large"
 
 
+@pytest.mark.parametrize("kw", [{"method": "mip"}, {"method": "auto", "mip_time_limit": 5}])
+def test_method_without_a_target_is_refused_not_ignored(kw):
+    """The command line refuses --method without --target-kappa; the API ignored it (no plan,
+    the greedy's nothing) while the release said method 'mip'."""
+    counts = np.array([[0, 9, 8], [7, 6, 9], [8, 9, 7]])
+    with pytest.raises(ValidationError, match=f"^method = '{kw['method']}' needs target_kappa"):
+        _release(counts, None, **kw)  # type: ignore[arg-type]
+    assert _release(counts, None, "greedy").plan is None  # the greedy default: no plan
+
+
 @pytest.mark.parametrize(
     ("kw", "says"),
     [

@@ -138,7 +138,7 @@ def release_table_with_margins(
         produced the pattern and whether optimality was proven (``docs/margins_release.md``).
     mip_time_limit : float, optional
         Seconds for the program's whole loop (> 0; default ``optimal.TIME_LIMIT``); only
-        with ``method="auto"`` or ``"mip"``.
+        with ``method="auto"`` or ``"mip"``, which need ``target_kappa``.
 
     Raises
     ------
@@ -181,6 +181,11 @@ def release_table_with_margins(
     obj = v.choice("objective", objective, OBJECTIVES)
     bnd = v.choice("bound", bound, BOUNDS)
     meth, limit = check_method(method, mip_time_limit)
+    if target is None and meth != "greedy":  # as the command line: never silently ignored
+        raise ValidationError(
+            f"method = {meth!r} needs target_kappa: the method chooses the secondary pattern "
+            "planned to it; without a target leave method='greedy' (no secondary cells)"
+        )
     from persuasive.margins.hierarchy import parse_hierarchy
     from persuasive.release.grid import known_rows
 
