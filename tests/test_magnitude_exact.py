@@ -295,3 +295,25 @@ def test_a_unit_named_like_a_holding_stays_its_own_contributor():
     c = contributions(df, keys=["k"], value="v", unit="id", holding="h")
     assert c.value.tolist() == [5.0, 4.0, 3.0]  # unit "holding G", u3, holding G (u1 + u2)
     assert c.units.tolist() == [1, 1, 2]
+
+
+def test_contributor_counts_published_on_request(tmp_path):
+    """--counts: every cell's number of contributors (a plain group-by of distinct firms per
+    cell, Grunfeld has no zero investment), suppressed cells too; the claim and the sentence
+    say so; verify passes, and an edited count is caught."""
+    out = tmp_path / "o"
+    res = run("release", "magnitude", GRUNFELD, "--keys", "industry,period", "--value",
+              "invest", "--unit", "firm", "--target-kappa", "3.5", "--counts", "--out", out,
+              "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    pub = pl.read_csv(out / "released.csv", schema_overrides={"period": pl.String})
+    want = pl.read_csv(GRUNFELD).group_by("industry", "period").agg(pl.col("firm").n_unique())
+    got = pub.join(want, on=["industry", "period"])
+    assert got.height == 20 and (got["contributors"] == got["firm"]).all()
+    assert pub["total"].null_count() == 20  # all suppressed, counts still published
+    doc = (out / "certificate.json").read_text()
+    assert '"counts": true' in doc and "with the number of contributors of every cell" in doc
+    assert run("verify", out / "certificate.json", "--published", out).exit_code == 0
+    text = (out / "released.csv").read_text().replace("autos,1935-1939,,2", "autos,1935-1939,,3")
+    (out / "released.csv").write_text(text)
+    assert run("verify", out / "certificate.json", "--published", out).exit_code != 0

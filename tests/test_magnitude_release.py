@@ -253,9 +253,11 @@ def _edited(value):
 
 
 @pytest.mark.parametrize(
-    ("size", "margins"), [(None, None), ("market_value", None), ("market_value", "industry")]
-)
-def test_every_edit_of_the_certificate_is_caught(tmp_path, size, margins):
+    ("size", "margins", "counts"),
+    [(None, None, False), ("market_value", None, False), ("market_value", "industry", False),
+     (None, None, True)],
+)  # fmt: skip
+def test_every_edit_of_the_certificate_is_caught(tmp_path, size, margins, counts):
     """Each leaf of a genuine certificate changed (number + 1, text + 'x', a flag flipped, null
     to text): verify never says verified, and never crashes."""
     import copy
@@ -264,7 +266,7 @@ def test_every_edit_of_the_certificate_is_caught(tmp_path, size, margins):
     keys = "year" if margins is None else "industry,period"
     release_magnitude(
         GRUNFELD, keys=keys, value="invest", unit="firm", target_kappa=9.0 if margins else 3.5,
-        size=size, margins=margins, insiders=1,
+        size=size, margins=margins, insiders=1, counts=counts,
     ).write(out)  # fmt: skip
     doc = json.loads((out / "certificate.json").read_text())
     assert verify_certificate(doc, published=out).ok

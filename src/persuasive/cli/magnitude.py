@@ -64,6 +64,10 @@ def magnitude_cmd(
             "'total' (e.g. a,b,total); secondary suppression certifies them or refuses.",
         ),
     ] = None,
+    counts: Annotated[
+        bool,
+        opt("--counts", "Also publish each cell's number of contributors (every cell)."),
+    ] = False,
     format_: FormatOpt = None,
     report: ReportOpt = False,
     force: ForceOpt = False,
@@ -110,6 +114,7 @@ def magnitude_cmd(
             r2=cls.r2,
             gamma=cls.gamma,
             margins=margins,
+            counts=counts,
         )
         step("release")
         if getattr(release, "refused", False):

@@ -58,6 +58,14 @@ SIZE_NOTES = (
 )
 
 
+#: The note when the contributor counts are published.
+COUNT_NOTE = (
+    "The number of contributors of every cell is published (suppressed cells too): the "
+    "Receivers of the class already know it (a contribution of 0 has prior spread 0; with a "
+    "public size, which units are in which cell is public), so it adds nothing they learn."
+)
+
+
 @dataclass(frozen=True)
 class MagnitudeParams:
     """The parameters of a magnitude release's claim (data-independent)."""
@@ -74,6 +82,8 @@ class MagnitudeParams:
     size: str | None = None
     #: The published margins (key subsets; () the grand total); empty without margins.
     margins: tuple[tuple[str, ...], ...] = ()
+    #: Whether the number of contributors of every cell is published too (``contributors``).
+    counts: bool = False
 
     def __post_init__(self) -> None:
         from persuasive.magnitude.certificate import MagnitudeClass
@@ -114,11 +124,13 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         else f"correlated with a condition number of at most {num(p.r2)}"
     )
     margins = ""
+    if p.counts:
+        margins = " (with the number of contributors of every cell)"
     guess = "the total they learn"
     of_cell = " of a published cell"
     if p.margins:
         names = [" × ".join(m) if m else "the grand total" for m in p.margins]
-        margins = f" and its margins ({'; '.join(names)}), exactly,"
+        margins += f" and its margins ({'; '.join(names)}), exactly,"
         guess = "all the published totals at once (allowing for how they overlap)"
         of_cell = ""
     return (
@@ -145,6 +157,17 @@ def plural_sd(k: float) -> str:
     return f"{num(k)} prior standard deviation{'' if k == 1.0 else 's'}"
 
 
+def _counts(claim: Mapping[str, Any]) -> bool:
+    """``claim.spec.mechanism.counts``: absent (not published) or true."""
+    mech = claim.get("spec", {}).get("mechanism", {}) if isinstance(claim, Mapping) else {}
+    value = mech.get("counts", False) if isinstance(mech, Mapping) else False
+    if value is not False and value is not True:
+        raise ValidationError(
+            f"claim.spec.mechanism.counts: must be true or absent; got {value!r:.40}"
+        )
+    return value
+
+
 class MagnitudeKind:
     """:class:`~persuasive.report.kinds.Kind` of magnitude tables."""
 
@@ -157,6 +180,7 @@ class MagnitudeKind:
         "spec.mechanism.unit",
         "spec.mechanism.holding",
         "spec.mechanism.size",
+        "spec.mechanism.counts",
         "spec.definition.priors",
         "target_kappa",
     )
@@ -179,9 +203,16 @@ class MagnitudeKind:
             insiders=need(doc, f"{priors}.insiders", int),
             target_kappa=number(doc, "claim.target_kappa") or 0.0,
             size=need(doc, f"{mech}.size", str, optional=True),
+            counts=_counts(claim),
         )
 
     def claim(self, p: MagnitudeParams) -> dict[str, Any]:
+        out = self._claim(p)
+        if p.counts:  # only when published, so that earlier claims are unchanged
+            out["spec"]["mechanism"]["counts"] = True
+        return out
+
+    def _claim(self, p: MagnitudeParams) -> dict[str, Any]:
         return {
             "spec": {
                 "mechanism": {
@@ -220,7 +251,7 @@ class MagnitudeKind:
                 "basis": BASIS,
                 "statement": magnitude_sentence(p),
             },
-            notes=list(NOTES if p.size is None else SIZE_NOTES),
+            notes=[*(NOTES if p.size is None else SIZE_NOTES), *([COUNT_NOTE] if p.counts else [])],
         )
 
     def read_publication(self, p: MagnitudeParams, files: Mapping[str, Path]) -> Publication:
@@ -228,9 +259,9 @@ class MagnitudeKind:
         from persuasive.files.reading import scan
 
         name, path = one_file(files, "released")
-        frame = scan(path, text=[*p.keys, "total"], role="published table")
+        want = [*p.keys, "total", *(["contributors"] if p.counts else [])]
+        frame = scan(path, text=want, role="published table")
         schema = frame.collect_schema()
-        want = [*p.keys, "total"]
         if list(schema.names()) != want:
             return Publication(
                 {name: path},
@@ -258,6 +289,15 @@ class MagnitudeKind:
             .row(0, named=True)
         )
         problems = []
+        if p.counts:
+            n = real_expr("contributors", schema["contributors"])
+            wrong = frame.select(
+                (n.is_null() | ~n.is_finite() | (n < 0) | (n != n.round(0))).sum()
+            ).collect()[0, 0]
+            if wrong:
+                problems.append(
+                    f"publication: {wrong} contributor count(s) are not non-negative integers"
+                )
         if stats["bad"]:
             problems.append(
                 f"publication: {stats['bad']} total(s) are not finite non-negative numbers"

@@ -214,6 +214,7 @@ def release_magnitude(
     margins: Any = None,
     p: float = ACRO_P,
     nk: tuple[int, float] = (ACRO_N, ACRO_K),
+    counts: bool = False,
 ) -> MagnitudeRelease:
     r"""Release the cell totals of ``value`` by ``keys``, suppressing every cell whose certified
     κ exceeds ``target_kappa``.
@@ -250,6 +251,9 @@ def release_magnitude(
         The p% rule's p (a fraction; comparison only).
     nk : (int, float)
         The (n,k)-dominance rule's n and k (comparison only).
+    counts : bool
+        Also publish each cell's number of contributors (``contributors``, every cell): the
+        Receivers of the class know it already (``docs/magnitude.md`` §1).
 
     Returns
     -------
@@ -267,7 +271,8 @@ def release_magnitude(
     [4.7256, inf]
     """
     key_list = [k.strip() for k in keys.split(",")] if isinstance(keys, str) else list(keys)
-    reserved = ("total", "margin") if margins is not None else ("total",)
+    reserved = ("total", *(["margin"] if margins is not None else []))
+    reserved += ("contributors",) if counts else ()
     clash = [k for k in key_list if k in reserved]
     if clash:
         raise ValidationError(
@@ -296,6 +301,7 @@ def release_magnitude(
         target_kappa=target,
         size=size,
         margins=spec,
+        counts=bool(counts),
     )
     if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
         from persuasive.files.reading import scan
@@ -322,6 +328,8 @@ def release_magnitude(
     flags_nk = nk_dominance(c, n_rule, k_rule)
     exact, custodian_total = exact_columns(c, np.asarray(suppressed))
     published = c.cells.with_columns(exact)
+    if counts:
+        published = published.with_columns(pl.Series("contributors", c.count, dtype=pl.Int64))
     cells = c.cells.with_columns(
         custodian_total,
         pl.Series("contributors", c.count),
