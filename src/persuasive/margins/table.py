@@ -95,9 +95,9 @@ class MarginTable:
         Structural zeros: known cells of count 0 that are not published as cells (they are
         added to ``known``; default none).
     lower, upper : int arrays, optional
-        A-priori bounds per cell (inclusive; default 0 and
-        :data:`~persuasive.margins.known.NO_UPPER`, i.e. none). Cells with ``lower == upper``
-        are added to ``known``.
+        A-priori bounds per cell (inclusive, at most :data:`~persuasive.margins.known.MAX_BOUND`
+        = 2**53; default 0 and :data:`~persuasive.margins.known.NO_UPPER`, i.e. none). Cells
+        with ``lower == upper`` are added to ``known``.
 
     Examples
     --------
