@@ -255,7 +255,8 @@ def protect(
         keep = v > 0  # a total the worst coalition knows is no unknown
         g = _explained(a_full[:, s_idx[keep]], v[keep], int(np.sum(keep[:pos])))
         explained = share[cell] * g
-        return math.inf if explained >= 1.0 else cls.r1 - math.log1p(-explained)
+        # `not <` so that a NaN is never certified
+        return math.inf if not explained < 1.0 else cls.r1 - math.log1p(-explained)
 
     # ties are broken by the smallest total, or with public sizes by the smallest Σ z², so
     # that the whole pattern depends on public data only (docs/magnitude.md §5)
