@@ -317,3 +317,17 @@ def test_contributor_counts_published_on_request(tmp_path):
     text = (out / "released.csv").read_text().replace("autos,1935-1939,,2", "autos,1935-1939,,3")
     (out / "released.csv").write_text(text)
     assert run("verify", out / "certificate.json", "--published", out).exit_code != 0
+
+
+def test_a_table_without_any_positive_contribution(tmp_path):
+    """Every value 0 (no contributor anywhere): the zero total is published exactly and the
+    exposure column is empty (the polars list of no names was an internal error)."""
+    path = tmp_path / "z.csv"
+    path.write_text("k,id,v\na,1,0\na,2,0\n")
+    out = tmp_path / "o"
+    res = run("release", "magnitude", path, "--keys", "k", "--value", "v", "--unit", "id",
+              "--target-kappa", "3", "--out", out, "--report", "-q")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (out / "released.csv").read_text().splitlines() == ["k,total", "a,0"]
+    rel = release_magnitude(path, keys="k", value="v", unit="id", target_kappa=3.0)
+    assert rel.cells["exposure"].to_list() == [None] and rel.cells["contributors"][0] == 0

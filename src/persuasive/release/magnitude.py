@@ -127,7 +127,9 @@ def exposure(c: Contributions, exposed: Any, shown: int = 5) -> pl.Series:
     """Who is exposed to whom, per cell (custodian only; null where no one is): a cell's only
     contributor to every Receiver, or each of its n ≤ m + 1 contributors to the coalition of
     the n − 1 others (``docs/magnitude.md`` §2), naming up to ``shown`` of them."""
-    flat = pl.DataFrame({"cell": c.cell, "label": list(c.label)})
+    flat = pl.DataFrame(
+        {"cell": c.cell, "label": list(c.label)}, schema={"cell": pl.Int64, "label": pl.String}
+    )
     hit = flat.filter(pl.Series(np.asarray(exposed)[c.cell]))
     per = hit.group_by("cell").agg(pl.col("label").head(shown), pl.len().alias("n"))
     names = pl.col("label").list.join(", ") + pl.when(pl.col("n") > shown).then(
