@@ -331,3 +331,17 @@ def test_a_table_without_any_positive_contribution(tmp_path):
     assert (out / "released.csv").read_text().splitlines() == ["k,total", "a,0"]
     rel = release_magnitude(path, keys="k", value="v", unit="id", target_kappa=3.0)
     assert rel.cells["exposure"].to_list() == [None] and rel.cells["contributors"][0] == 0
+
+
+def test_float_values_spanning_too_many_digits_are_refused_not_wrapped():
+    """Floats 9e15 (no decimals) beside 1e-17 need 33 digits each at the finest place: 10^6 of
+    them would wrap a 128-bit sum, so the release is refused with the value named."""
+    from persuasive.magnitude.exact import exact_values
+
+    x = np.full(1_000_000, 9e15)
+    x[0] = 1e-17
+    with pytest.raises(ValidationError, match="cannot be summed exactly"):
+        exact_values(pl.DataFrame({"v": x}), "v")
+    few = exact_values(pl.DataFrame({"v": x[:1000]}), "v")  # 1000 rows fit: exact
+    want = Decimal("1e-17") + 999 * Decimal(9 * 10**15)
+    assert Decimal(str(few.mantissa.sum())) / Decimal(10) ** few.scale == want

@@ -155,6 +155,12 @@ def _float_parts(x: np.ndarray) -> Exact | None:
     if (k < 0).any():
         return None
     scale = int(k.max(initial=0))
+    # the same bound as the text path: no sum of these mantissas can wrap 128 bits (else the
+    # text path names the value)
+    room = DIGITS - math.ceil(math.log10(max(n, 1) + 1))
+    width = np.where(m > 0, np.floor(np.log10(np.maximum(m, 1.0))) + 1, 0) + (scale - k)
+    if (width > room).any():
+        return None
     mant = pl.Series(m.astype(np.int64)).cast(pl.Int128) * _pow10(pl.Series(scale - k), scale)
     return Exact(mant, scale, True)
 
