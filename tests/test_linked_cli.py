@@ -206,8 +206,9 @@ def test_options_shared_with_release_table() -> None:
     for flag in ("--h", "--r", "--poisson-mean", "--format", "--force", "--separator"):
         assert linked[flag].help == table[flag].help, flag
     for flag in ("--objective", "--bound"):  # release table's need --margins, and say so
-        assert table[flag].help == "With --margins: " + linked[flag].help[0].lower() + (
-            linked[flag].help[1:]
+        assert (
+            table[flag].help
+            == "With --margins: " + linked[flag].help[0].lower() + (linked[flag].help[1:])
         )
     assert linked["--h"].required and not table["--h"].required
 
@@ -222,3 +223,22 @@ def test_fair_unknown_variable_exits_2(tmp_path: Path) -> None:
         "error: tables: variable 'nope' of table 'religious-nope' (religious*nope) is not a "
         "column of the data"
     ), got.output
+
+
+def test_one_variable_tables_publish_their_total() -> None:
+    with pytest.raises(ValidationError, match=r"^margins: table religious: .*'total'\)$"):
+        linked_spec("religious;occupation", "religious;occupation")
+    with pytest.raises(ValidationError, match=r"^margins: table a\*b: .*missing dimension 'nope'"):
+        linked_spec("a*b;a*c", "a,nope;a,c")
+    rel = pp.release_linked_tables(
+        FAIR,
+        tables="religious;occupation",
+        margins="total;total",
+        h=10,
+        receiver=PoissonReceiver(0.6, 2),
+    )
+    records = pl.read_csv(FAIR, infer_schema=False)
+    assert rel.ok
+    for sub, v in zip(rel.releases, ("religious", "occupation"), strict=True):
+        want = records.group_by(v).len().sort(v).rows()
+        assert sub.published.select(v, "n").sort(v).rows() == want  # every count >= 10: shown

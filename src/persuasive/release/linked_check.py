@@ -150,7 +150,13 @@ def _margins(margins: Any, keys: tuple[tuple[str, ...], ...]) -> tuple[Any, ...]
         )
     out = []
     for ks, m in zip(keys, margins, strict=True):
-        parsed = parse_margins(m, ks)
+        try:
+            parsed = parse_margins(m, ks)
+        except ValidationError as exc:  # which table's margins, and for one variable the fix
+            hint = (
+                " (a one-variable table publishes only its total: 'total')" if len(ks) == 1 else ""
+            )
+            raise ValidationError(f"margins: table {'*'.join(ks)}: {exc}{hint}") from None
         if not parsed:
             raise ValidationError(
                 f"margins: table {'*'.join(ks)} publishes no margin; got {m!r:.60} (a linked "
