@@ -242,3 +242,24 @@ def test_one_variable_tables_publish_their_total() -> None:
     for sub, v in zip(rel.releases, ("religious", "occupation"), strict=True):
         want = records.group_by(v).len().sort(v).rows()
         assert sub.published.select(v, "n").sort(v).rows() == want  # every count >= 10: shown
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda d: d["claim"]["receiver"].update(model=[]), "claim.receiver must map names"),
+        (lambda d: d["claim"]["tables"][0]["margins"].__setitem__(0, None), "must be a list of"),
+        (lambda d: d["claim"]["tables"][1]["keys"].append({}), "must be a list of names"),
+    ],
+)
+def test_verify_a_claim_field_of_the_wrong_type(
+    published: Path, tmp_path: Path, edit: Any, match: str
+) -> None:
+    copy = _copy(published, tmp_path)
+    cert = copy / "certificate.json"
+    doc = json.loads(cert.read_text())
+    edit(doc)
+    cert.write_text(json.dumps(doc))
+    got = verify_certificate(cert)  # no TypeError: the claim cannot be read (exit 1)
+    assert not got.ok and got.mismatches[0].startswith("claim: cannot be read")
+    assert match in got.mismatches[0]

@@ -346,13 +346,22 @@ def parameters(claim: Mapping[str, Any]) -> LinkedParams:
     doc = {"claim": claim}
     tables = need(doc, "claim.tables", list)
     for i in range(len(tables)):
-        need(doc, f"claim.tables.{i}.keys", list)
-        need(doc, f"claim.tables.{i}.margins", list)
+        for field in ("keys", "margins"):
+            entries = need(doc, f"claim.tables.{i}.{field}", list)
+            if not all(isinstance(e, str) for e in entries):
+                raise ValidationError(
+                    f"claim.tables.{i}.{field} must be a list of names; got {entries!r:.60}"
+                )
         need(doc, f"claim.tables.{i}.name", str)
     spec = linked_spec(
         [t["keys"] for t in tables], [t["margins"] for t in tables], [t["name"] for t in tables]
     )
-    receiver = check_cover_receiver(receiver_from_dict(need(doc, "claim.receiver", dict)))
+    stated = need(doc, "claim.receiver", dict)
+    if not all(isinstance(k, str) and isinstance(v, (str, int, float)) for k, v in stated.items()):
+        raise ValidationError(
+            f"claim.receiver must map names to numbers or names; got {stated!r:.60}"
+        )
+    receiver = check_cover_receiver(receiver_from_dict(stated))
     return LinkedParams(
         spec,
         receiver,
