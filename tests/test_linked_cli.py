@@ -211,6 +211,7 @@ def test_options_shared_with_release_table() -> None:
             == "With --margins: " + linked[flag].help[0].lower() + (linked[flag].help[1:])
         )
     assert linked["--h"].required and not table["--h"].required
+    assert linked["--report"].help == "Also write each table's report into OUT/TABLE/report/."
 
 
 def test_fair_unknown_variable_exits_2(tmp_path: Path) -> None:

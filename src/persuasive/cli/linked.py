@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import typer
+
 from persuasive.cli import _common as c
 from persuasive.cli._common import (
     DataArg,
@@ -22,7 +24,6 @@ from persuasive.cli._common import (
     JsonOpt,
     OutOpt,
     QuietOpt,
-    ReportOpt,
     checked,
     opt,
 )
@@ -65,7 +66,10 @@ def linked_cmd(
         str, opt("--count", "The name of each table's count column (default n).")
     ] = "n",
     format_: FormatOpt = None,
-    report: ReportOpt = False,
+    report: Annotated[
+        bool,
+        typer.Option("--report", help="Also write each table's report into OUT/TABLE/report/."),
+    ] = False,
     force: ForceOpt = False,
     quiet: QuietOpt = False,
     json_: JsonOpt = False,
@@ -80,7 +84,6 @@ def linked_cmd(
     certificate is the guarantee for the whole publication. Exit 0 when every table is
     certified, 1 when one is not (nothing written), 2 on bad input.
     """
-    import typer
 
     from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.linked import release_linked_tables
