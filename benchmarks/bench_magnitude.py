@@ -17,9 +17,11 @@ Reference run (2026-12-01, the 2-core container, shared): polars group-by sum 20
 release_magnitude 745 ms (36x); most of it is the group-by of contributors and the sort within
 cells (polars), the certificate itself about 70 ms.
 
-``--margins`` (2026-12-01, the same container, load about 5, OMP_NUM_THREADS=1): 568 ms, 42 cells
-suppressed (41 secondary); the per-candidate QR loop it replaced took 25.1 s on the same table
-(same pattern, same κ). With BLAS's default threads on the loaded machine: 0.6-4.7 s.
+``--margins`` (2026-12-01, the same container, load about 5, OMP_NUM_THREADS=1): 432-568 ms, 42
+cells suppressed (41 secondary); the per-candidate QR loop it replaced took 20.7-25.1 s on the same
+table (same pattern, κ equal to 2e-15). With BLAS's default threads on the loaded machine: 0.6-4.7
+s. ``--grid 100x100``: 13.0 s, 371 suppressed (193 secondary), of which about 10 s are the
+attacker's intervals (two HiGHS linear programs per suppressed cell).
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -152,6 +153,39 @@ def _independent_rows(a: NDArray[np.float64]) -> NDArray[np.float64]:
     return kept
 
 
+def _explained_many(
+    a: NDArray[np.float64], v: NDArray[np.float64], targets: NDArray[np.int64], vt: Any
+) -> NDArray[np.float64]:
+    """:func:`_explained` for several targets of one pattern: target ``targets[k]`` with its own
+    variance ``vt[k]`` (the others keep ``v``). The row basis is found once; the targets whose
+    variance equals ``v``'s share one QR (their residuals are the rows of Q), the others one QR
+    each on the shared basis."""
+    out = np.zeros(targets.size)
+    rows = a[np.abs(a).sum(axis=1) > 0]
+    if rows.size == 0 or targets.size == 0:
+        return out
+    basis = _independent_rows(rows)
+
+    def finish(var: Any, vc: Any) -> Any:
+        var = var - VAR_MARGIN * vc
+        return np.where(var <= 0, 1.0, np.maximum(0.0, 1.0 - var / vc))
+
+    same = np.asarray(vt) == v[targets]
+    if same.any():
+        q, _ = np.linalg.qr(np.sqrt(v)[:, None] * basis.T)
+        t = targets[same]
+        out[same] = finish(v[t] * (1.0 - np.sum(q[t] ** 2, axis=1)), v[t])
+    for k in np.flatnonzero(~same):
+        w = v.copy()
+        w[targets[k]] = vt[k]
+        q, _ = np.linalg.qr(np.sqrt(w)[:, None] * basis.T)
+        tgt = np.zeros(w.size)
+        tgt[targets[k]] = math.sqrt(w[targets[k]])
+        resid = tgt - q @ (q.T @ tgt)
+        out[k] = finish(np.asarray(float(resid @ resid)), w[targets[k]])
+    return out
+
+
 def _explained(a: NDArray[np.float64], v: NDArray[np.float64], c: int) -> float:
     """1 − Var(y_c | A y)/V_c for independent y with variances v (> 0), erring upwards."""
     rows = a[np.abs(a).sum(axis=1) > 0]
@@ -258,6 +292,23 @@ def protect(
         # `not <` so that a NaN is never certified
         return math.inf if not explained < 1.0 else cls.r1 - math.log1p(-explained)
 
+    def kappa_all(cells: NDArray[np.int64], pattern: NDArray[np.bool_]) -> NDArray[np.float64]:
+        """kappa_of for several suppressed cells of one pattern, the row basis found once."""
+        s_idx = np.flatnonzero(pattern)
+        base = s_idx[z_m[s_idx] > 0]  # unknown to the worst coalition whatever the target
+        inside = np.isin(cells, base) & (count[cells] > 0) & (z_all[cells] > 0)
+        out = np.array([kappa_of(int(c), pattern) for c in cells[~inside]])
+        res = np.empty(cells.size)
+        res[~inside] = out
+        if inside.any():
+            pos = np.searchsorted(base, cells[inside])
+            g = _explained_many(a_full[:, base], z_m[base], pos, g2 * z_all[cells[inside]])
+            explained = share[cells[inside]] * g
+            with np.errstate(divide="ignore", invalid="ignore"):
+                k = cls.r1 - np.log1p(-np.minimum(explained, 1.0))
+            res[inside] = np.where(explained < 1.0, k, np.inf)  # NaN: never certified
+        return res
+
     # ties are broken by the smallest total, or with public sizes by the smallest Σ z², so
     # that the whole pattern depends on public data only (docs/magnitude.md §5)
     totals = c.total if c.size is None else z_all
@@ -280,15 +331,14 @@ def protect(
 
     stale = supp.copy()  # cells whose κ may exceed the target (κ only falls as more are hidden)
     while True:
-        for cell in np.flatnonzero(stale & supp):
-            kappa[cell] = kappa_of(int(cell), supp)
+        todo = np.flatnonzero(stale & supp)
+        kappa[todo] = kappa_all(todo, supp)
         s_idx = np.flatnonzero(supp)
         bad = s_idx[kappa[s_idx] > target]
         stale[:] = False
         stale[bad] = True
         if bad.size == 0:
-            for cell in s_idx:  # the final pattern's κ of every suppressed cell (tightest)
-                kappa[cell] = kappa_of(int(cell), supp)
+            kappa[s_idx] = kappa_all(s_idx, supp)  # the final pattern's κ (tightest)
             return MarginOutcome(supp, primary, kappa, tuple(secondary), None)
         worst = int(bad[np.argmax(kappa[bad])])
         # candidates: published cells (whose total a coalition does not know) sharing a margin
