@@ -253,3 +253,29 @@ def test_vectorised_candidate_ranking_matches_the_qr_projection(seed):
         pos = int(np.flatnonzero(both == supp[c])[0])
         want = _explained(a[:, both], v_all[both], pos)
         assert got[k] == pytest.approx(want, abs=1e-7), (d, got[k], want)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_batched_kappa_of_a_pattern_matches_one_cell_at_a_time(seed):
+    """_explained_many (one row basis; one QR for targets with the pattern's variance) against
+    _explained per target, targets with their own variance and with the shared one."""
+    from persuasive.magnitude.margins import _explained, _explained_many, incidence
+
+    rng = np.random.default_rng(seed)
+    rows, cols = int(rng.integers(2, 6)), int(rng.integers(2, 6))
+    cells = pl.DataFrame(
+        {"a": [f"a{i}" for i in range(rows) for _ in range(cols)],
+         "b": [f"b{j}" for _ in range(rows) for j in range(cols)]}
+    )  # fmt: skip
+    a = incidence(cells, (("a",), ("b",), ())).matrix()
+    supp = np.flatnonzero(rng.uniform(size=a.shape[1]) < 0.5)
+    if supp.size < 2:
+        supp = np.array([0, 1])
+    v = rng.lognormal(0, 1, size=supp.size)
+    targets = np.arange(supp.size)
+    own = np.where(rng.uniform(size=supp.size) < 0.5, v, v * rng.uniform(1, 4, size=supp.size))
+    got = _explained_many(a[:, supp], v, targets, own)
+    for k in targets:
+        w = v.copy()
+        w[k] = own[k]
+        assert got[k] == pytest.approx(_explained(a[:, supp], w, int(k)), abs=1e-9)
