@@ -299,3 +299,53 @@ def test_a_pandas_frame_of_bounds_reads_as_the_file() -> None:
     frame.loc[1, "upper"] = 9.5
     with pytest.raises(ValidationError, match=r"^apriori: row 1 .* has upper = 9\.5; a bound"):
         apriori_bounds(frame, keys, levels)
+
+
+def test_hierarchy_with_apriori_bounds_and_a_target(tmp_path: Path) -> None:
+    """Structural zeros (a hierarchy) with a-priori bounds and the greedy planner: the search's
+    propagation reads the boxes over the same (non-structural) cells as its incidence; it used
+    to be handed the whole grid's boxes and stop with an internal error (exit 3). The bounded
+    cell is recovered from the margins, so its κ is the conditioned surprise."""
+    box = tmp_path / "box.csv"
+    box.write_text("group,occupation,religious,lower,upper\nlower,1,3,3,\n")
+    out = tmp_path / "h"
+    args = [
+        "release",
+        "table",
+        str(DATA / "fair_hierarchy.csv"),
+        "--keys",
+        "group,occupation,religious",
+        "--count",
+        "n",
+        "--h",
+        "10",
+        "--negbin-mean",
+        "1:40",
+        "--negbin-size",
+        "1",
+        "--hierarchy",
+        "group>occupation",
+        "--margins",
+        "group+religious,occupation,group,religious,total",
+        "--target-kappa",
+        "4.5",
+        "--apriori",
+        str(box),
+        "--out",
+        str(out),
+        "-q",
+    ]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "certificate.json").read_text())
+    cells = {tuple(c["key"]): c for c in doc["cells"]}
+    cell = cells[("lower", "1", "3")]
+    true = pl.read_csv(DATA / "fair_hierarchy.csv", infer_schema_length=0).filter(
+        (pl.col("group") == "lower") & (pl.col("occupation") == "1") & (pl.col("religious") == "3")
+    )["n"]
+    assert cell["disclosed"]
+    assert cell["kappa_published"] == pytest.approx(
+        _nb_box_surprise(int(true[0]), 3, math.inf), rel=1e-12
+    )
+    ok = runner.invoke(app, ["verify", str(out / "certificate.json"), "--published", str(out)])
+    assert ok.exit_code == 0, ok.output

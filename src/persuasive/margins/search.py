@@ -85,13 +85,14 @@ class _State:
         self.known = table.known.ravel()[act]  # never a candidate nor a partner
         self.lower, self.upper = table.lower.ravel()[act], table.upper.ravel()[act]
         self.box = table.box  # flat (lower, upper) over the table, or None: computed once
+        #: the same over the active cells (what determined() reads beside self.A and self.x)
+        self.active_box = None if self.box is None else (self.box[0][act], self.box[1][act])
         # conditioned on a-priori boxes (a fixed prior is over every cell of the table; the
         # model's loss is cell by cell, so it is computed over the active cells only)
         if isinstance(model, IndependentCellsPrior):
             self.d = disclosure_loss(model, table.counts.ravel(), self.box)[act]
         else:
-            box = None if self.box is None else (self.box[0][act], self.box[1][act])
-            self.d = disclosure_loss(model, self.x, box)
+            self.d = disclosure_loss(model, self.x, self.active_box)
         self.needy = (self.x < self.r) & (self.d > self.kappa)
         self.law = None if isinstance(model, IndependentCellsPrior) else _common_prior(model, 1)
         self.moves, protective = strategy
@@ -201,7 +202,7 @@ class _State:
 
     def failing(self) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.bool_]]:
         """Failing cells, their priority, and the entries that determine cells."""
-        det, used = determined(self.A, self.x, self.sup, self.sec, self.h, self.table.box)
+        det, used = determined(self.A, self.x, self.sup, self.sec, self.h, self.active_box)
         exact = self.sup & ~np.isnan(self.bound)
         with np.errstate(invalid="ignore"):
             fail = (exact & (self.bound > self.kappa)) | (
@@ -275,7 +276,7 @@ class _State:
         else:
             move = [c]
             sup[c] = sec[c] = True
-        det, _ = determined(self.A, self.x, sup, sec, self.h, self.table.box)
+        det, _ = determined(self.A, self.x, sup, sec, self.h, self.active_box)
         n_det, w_det = int((det & self.needy).sum()), bool(det[w])
         near = self.label[self.A[self.entries(move)].indices]
         cost = float(self.cost[move].sum())
@@ -351,7 +352,9 @@ class _State:
             lab, was_large = int(self.label[c]), int(self.label[c]) in self.large
             sup, sec = self.sup.copy(), self.sec.copy()
             sup[c] = sec[c] = False
-            if np.any(determined(self.A, self.x, sup, sec, self.h, self.table.box)[0] & self.needy):
+            if np.any(
+                determined(self.A, self.x, sup, sec, self.h, self.active_box)[0] & self.needy
+            ):
                 continue
             rest = np.flatnonzero(self.label == lab)
             rest = rest[rest != c]
