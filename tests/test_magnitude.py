@@ -185,9 +185,9 @@ def test_holdings_are_one_contributor_and_one_coalition():
         ({"k": ["a"], "id": [1], "v": [-1.0]}, "column 'v', row 1: -1.0 is negative"),
         (
             {"k": ["a", "a"], "id": [1, 2], "v": [1.0, None]},
-            "column 'v', row 2: the empty value is missing",
+            "column 'v', row 2: the value is missing",
         ),
-        ({"k": ["a"], "id": [None], "v": [1.0]}, "column 'id', row 1: the empty value is missing"),
+        ({"k": ["a"], "id": [None], "v": [1.0]}, "column 'id', row 1: the value is missing"),
         ({"k": ["a"], "id": [1], "v": [float("nan")]}, "is not finite"),
         ({"k": ["a"], "id": [1], "v": ["x"]}, "column 'v', row 1: 'x' is not a number"),
         ({"k": ["a"], "id": [1], "v": [True]}, "value column 'v' must be numeric"),

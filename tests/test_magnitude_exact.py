@@ -223,7 +223,7 @@ def test_cli_names_the_custodian_file_and_counts_insiders_in_words(tmp_path):
 def test_an_empty_value_is_named_as_empty(tmp_path):
     path = tmp_path / "d.csv"
     path.write_text("k,id,v\na,1,5\na,2,\n")
-    with pytest.raises(ValidationError, match="row 2: the empty value is missing"):
+    with pytest.raises(ValidationError, match="row 2: the value is missing"):
         release_magnitude(path, keys="k", value="v", unit="id", target_kappa=3.0)
 
 

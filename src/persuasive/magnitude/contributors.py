@@ -284,7 +284,7 @@ def _check_rows(df: pl.DataFrame, keys: list[str], value: str, unit: str) -> Non
         bad = df.with_row_index("__row").filter(cond)
         if bad.height:
             row = int(bad["__row"][0]) + 1
-            shown = "the empty value" if bad[col][0] is None else echo(bad[col][0])
+            shown = "the value" if bad[col][0] is None else echo(bad[col][0])
             raise ValidationError(f"column {col!r}, row {row}: {shown} {why}")
 
 
