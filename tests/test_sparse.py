@@ -261,3 +261,50 @@ def test_from_frame_zero_fills_on_request() -> None:
     )
     assert table.shape == (3, 4) and int(table.counts[1, 2]) == 0
     assert bool(table.suppressed[1, 2])
+
+
+@pytest.mark.parametrize(
+    "values, dtype",
+    [
+        ([-128, 127, 0, 127], pl.Int8),
+        ([0, 255, 255, 7], pl.UInt8),
+        ([2**64 - 1, 2**64 - 3, 2**64 - 1], pl.UInt64),
+        ([-(2**63), -(2**63) + 5, -(2**63)], pl.Int64),
+        ([2**62, -(2**62)], pl.Int64),
+        ([1, None, 1, 2], pl.Int32),
+        ([], pl.Int64),
+    ],
+)
+def test_n_levels_counts_what_n_unique_counts(values: list, dtype: pl.DataType) -> None:
+    """The flag-table count of a key column's levels (two-key grids) against polars' hashing,
+    at the ends of each integer type and with nulls (which take the hashing path)."""
+    from persuasive.release.grid import n_levels
+
+    col = pl.Series("k", values, dtype=dtype)
+    assert n_levels(col) == col.n_unique()
+
+
+def test_n_levels_on_random_columns() -> None:
+    from persuasive.release.grid import n_levels
+
+    rng = np.random.default_rng(7)
+    for n, spread in [(1000, 50), (1000, 10**6), (10**5, 3 * 10**5)]:
+        col = pl.Series("k", rng.integers(-spread, spread, n))
+        assert n_levels(col) == col.n_unique() == np.unique(col.to_numpy()).size
+
+
+def test_absent_cells_of_a_full_integer_box_and_of_gaps() -> None:
+    """Integer keys that fill the box of their ranges have no absent combination (the min/max
+    shortcut); with a gap or a hole the count is the grid's size minus the cells, computed
+    here by building the grid."""
+    from persuasive.release.grid import absent_cells
+
+    a, b = (x.ravel() for x in np.indices((7, 5)))
+    full = pl.DataFrame({"a": a + 3, "b": b - 2, "n": np.ones(a.size, dtype=np.int64)})
+    assert absent_cells(full, ("a", "b")) == 0
+    rng = np.random.default_rng(3)
+    for drop in (1, 4, 20):
+        part = full.filter(pl.Series(rng.permutation(full.height) >= drop))
+        grid = part.select("a").unique().join(part.select("b").unique(), how="cross")
+        expected = grid.join(part, on=["a", "b"], how="anti").height
+        assert absent_cells(part, ("a", "b")) == expected
