@@ -264,3 +264,11 @@ def test_verify_a_claim_field_of_the_wrong_type(
     got = verify_certificate(cert)  # no TypeError: the claim cannot be read (exit 1)
     assert not got.ok and got.mismatches[0].startswith("claim: cannot be read")
     assert match in got.mismatches[0]
+
+
+def test_folder_names_distinct_ignoring_case() -> None:
+    # on a file system that ignores case, 'A-b' and 'a-b' would be one folder
+    assert linked_spec("A*b;a*b", "A,b;a,b").names == ("table1", "table2")
+    assert linked_spec("A*b;a*c", "A,b;a,c").names == ("A-b", "a-c")
+    with pytest.raises(ValidationError, match="distinct also ignoring case"):
+        linked_spec("a*b;a*c", "a,b;a,c", ["first", "FIRST"])

@@ -126,14 +126,15 @@ def _names(names: Any, keys: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
     if names is None:
         safe = all(re.fullmatch(r"[A-Za-z0-9_]+", v) for ks in keys for v in ks)
         names = ["-".join(ks) if safe else f"table{i + 1}" for i, ks in enumerate(keys)]
-        if len(set(names)) != len(names) or any(len(n) > 80 for n in names):
+        if len({n.casefold() for n in names}) != len(names) or any(len(n) > 80 for n in names):
             names = [f"table{i + 1}" for i in range(len(keys))]
     names = tuple(str(n) for n in names)
     bad = [n for n in names if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}", n)]
-    if len(names) != len(keys) or bad or len(set(names)) != len(names):
+    # distinct also where the file system ignores case (macOS, Windows): one folder per table
+    if len(names) != len(keys) or bad or len({n.casefold() for n in names}) != len(names):
         raise ValidationError(
-            f"names: one distinct folder name per table (letters, digits, '_', '-', '.'); got "
-            f"{list(names)!r:.80} for {len(keys)} tables"
+            f"names: one folder name per table, distinct also ignoring case (letters, digits, "
+            f"'_', '-', '.'); got {list(names)!r:.80} for {len(keys)} tables"
         )
     return names
 
