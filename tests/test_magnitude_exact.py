@@ -345,3 +345,15 @@ def test_float_values_spanning_too_many_digits_are_refused_not_wrapped():
     few = exact_values(pl.DataFrame({"v": x[:1000]}), "v")  # 1000 rows fit: exact
     want = Decimal("1e-17") + 999 * Decimal(9 * 10**15)
     assert Decimal(str(few.mantissa.sum())) / Decimal(10) ** few.scale == want
+
+
+def test_microdata_without_rows_is_refused(tmp_path):
+    """A header and no rows: one line, exit 2, nothing written (it published an empty table
+    with a certificate that 'holds')."""
+    path = tmp_path / "h.csv"
+    path.write_text("k,id,v\n")
+    out = tmp_path / "o"
+    res = run("release", "magnitude", path, "--keys", "k", "--value", "v", "--unit", "id",
+              "--target-kappa", "3", "--out", out)  # fmt: skip
+    assert res.exit_code == 2, res.output
+    assert "the microdata has no rows" in res.output and not out.exists()

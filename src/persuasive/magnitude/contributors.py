@@ -186,6 +186,11 @@ def contributions(
         (pl.col(holding).cast(pl.String) if holding else pl.lit(None, pl.String)).alias("__h"),
         (_parsed(lf, size, "size") if size else pl.lit(1.0)).alias("__s"),
     ).collect()
+    if df.height == 0:
+        raise ValidationError(
+            "the microdata has no rows; a magnitude table needs one row per unit and cell "
+            f"(columns {', '.join(used)})"
+        )
     _check_rows(df, keys, value, unit)
     from persuasive.magnitude.exact import exact_values
 
