@@ -19,8 +19,9 @@ How the tables are made (``make_counts``): ``rng = np.random.default_rng(2026)``
   Keys ``region, district, municipality, var``, ``hierarchy="region>district>municipality"``,
   and every subtotal is a published margin: ``municipality`` (over var), ``district+var``,
   ``district``, ``region+var``, ``region``, ``var``, ``total``. The default ``5>20>10x10`` has
-  1000 municipalities and 10^4 cells; the API's table is the dense grid over the four keys'
-  levels (5 × 100 × 1000 × 10 combinations, all but the 10^4 nesting ones structural zeros).
+  1000 municipalities and 10^4 cells; the API's table is the grid over the four keys' levels
+  (5 × 100 × 1000 × 10 combinations, all but the 10^4 nesting ones structural zeros), which the
+  incidence and the planner's search skip (``docs/margins_release.md``, "Hierarchies").
 
 ``method``: the release has no ``method`` parameter (it runs the planner's default, the greedy),
 and ``method="auto"`` is the greedy on tables of more than ``optimal.AUTO_MAX_CELLS`` cells,
@@ -30,7 +31,9 @@ the greedy again.
 
 Each case runs in its own process (spawned) under ``--time-limit`` seconds; a case that exceeds
 it is killed and printed as skipped. Times are wall clock of the release call and its verdict,
-inside that process (imports and table generation excluded).
+inside that process (imports and table generation excluded); the notes add its CPU time
+(``time.process_time``: on a shared machine the wall clock also counts waiting) and its peak
+resident memory (``resource.getrusage``, Linux: kilobytes).
 
     python benchmarks/bench_margins_release.py                  # 100x100, 1000x50, 5>20>10x10
     python benchmarks/bench_margins_release.py --quick          # 100x100 and 2>5>10x10 only
@@ -44,6 +47,7 @@ import argparse
 import multiprocessing as mp
 import platform
 import queue
+import resource
 import time
 from typing import Any
 
@@ -101,7 +105,7 @@ def run_case(spec: tuple, auto: bool, out: Any) -> None:
     case = flat_case(*dims, share) if kind == "flat" else hierarchy_case(*dims, share)
     rc = PoissonReceiver(1.0, 10.0)
     res: dict[str, Any] = {"cells": case["frame"].height}
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         rel = release_table_with_margins(
             case["frame"],
@@ -115,6 +119,8 @@ def run_case(spec: tuple, auto: bool, out: Any) -> None:
         )
         v = rel.verdict
         res["seconds"] = time.perf_counter() - t0
+        res["cpu_seconds"] = time.process_time() - c0
+        res["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         res.update(
             grid=rel.table.n_cells,
             primary=v.n_primary,
@@ -236,7 +242,8 @@ def main() -> None:
         )
         extra = (
             f"{res['exact']} cells computed exactly, {res['disclosed']} disclosed, chain estimate "
-            f"{fmt(res['kappa_estimate'], '.3f')}; grid {res['grid']} cells"
+            f"{fmt(res['kappa_estimate'], '.3f')}; grid {res['grid']} cells; CPU "
+            f"{res['cpu_seconds']:.1f} s; peak {res['peak_mb']:.0f} MB"
         )
         why = "; ".join(res["reasons"]) if res["outcome"] == "refused" else "certified"
         notes.append(f"{label(spec)}: {extra}. {why}")
