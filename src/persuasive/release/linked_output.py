@@ -173,7 +173,7 @@ def linked_document(
         raise ValidationError(
             f"--published: '{folder}' holds none of the tables' folders "
             f"({', '.join(p.spec.names)}), each with its certificate.json; pass the linked "
-            "release folder"
+            "release folder: persuasive verify CERT.json --published DIR"
         )
     docs: list[dict[str, Any]] = []
     released: list[pl.DataFrame | None] = []
