@@ -272,3 +272,31 @@ def test_folder_names_distinct_ignoring_case() -> None:
     assert linked_spec("A*b;a*c", "A,b;a,c").names == ("A-b", "a-c")
     with pytest.raises(ValidationError, match="distinct also ignoring case"):
         linked_spec("a*b;a*c", "a,b;a,c", ["first", "FIRST"])
+
+
+def test_interrupted_while_writing_leaves_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import signal
+
+    import persuasive.release.pipeline as pipeline
+    from persuasive.files.signals import Interrupted
+
+    data = small_records(tmp_path / "r.csv")
+    rel = pp.release_linked_tables(data, target_kappa=6, **BASE)
+    assert rel.ok
+    real, written, on_disk = pipeline.write_release, [], []
+
+    def then_sigterm(sub: Any, folder: Path, **k: Any) -> Any:
+        if written:  # the first table and its custodian files are on disk: SIGTERM now
+            on_disk.append((written[0] / "custodian_cells.csv").is_file())
+            raise Interrupted(signal.SIGTERM)
+        written.append(folder)
+        return real(sub, folder, **k)
+
+    monkeypatch.setattr(pipeline, "write_release", then_sigterm)
+    with pytest.raises(Interrupted):
+        rel.write(tmp_path / "out")
+    assert on_disk == [True]  # the custodian's file was written, in the private folder
+    assert not written[0].exists() and not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.csv"]  # no temporary folder left
