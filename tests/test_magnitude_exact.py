@@ -357,3 +357,23 @@ def test_microdata_without_rows_is_refused(tmp_path):
               "--target-kappa", "3", "--out", out)  # fmt: skip
     assert res.exit_code == 2, res.output
     assert "the microdata has no rows" in res.output and not out.exists()
+
+
+def test_extreme_class_parameters_do_not_crash(tmp_path):
+    """γ = 1e200 (γ² overflows): κ by 2 log γ + log(ratio), all suppressed, and the sentence
+    writes 1e+200, not 200 digits; a target above 1000 nats is refused in one line (e^(κ/2)
+    overflowed into an internal error)."""
+    rel = release_magnitude(
+        GRUNFELD, keys="year", value="invest", unit="firm", target_kappa=1000.0, gamma=1e200
+    )
+    c = rel.contributors
+    for j in range(c.n_cells):
+        x = c.of_cell(j)
+        want = 1.0 + 2.0 * math.log(1e200) + math.log(x[0] ** 2 / float(np.sum(x[2:] ** 2)))
+        assert rel.cells["kappa"][j] == pytest.approx(want, rel=1e-12)
+    assert "up to a factor 1e+200 between" in rel.statement()
+    res = run("release", "magnitude", GRUNFELD, "--keys", "year", "--value", "invest", "--unit",
+              "firm", "--target-kappa", "2000", "--out", tmp_path / "o")  # fmt: skip
+    assert res.exit_code == 2 and "--target-kappa must be in [0, 1000]" in res.output
+    with pytest.raises(ValidationError, match="target_kappa"):
+        release_magnitude(GRUNFELD, keys="year", value="invest", unit="firm", target_kappa=1e20)

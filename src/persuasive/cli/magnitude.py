@@ -83,6 +83,7 @@ def magnitude_cmd(
     """
     from persuasive import _validation as v
     from persuasive.magnitude.certificate import MagnitudeClass
+    from persuasive.magnitude.kind import MAX_KAPPA
     from persuasive.release.magnitude import release_magnitude
     from persuasive.release.magnitude_output import insiders_words
     from persuasive.release.pipeline import table_format_of
@@ -90,7 +91,7 @@ def magnitude_cmd(
     source = c.data_file(data, separator, encoding)
     output = Output.of(out, force, data, "magnitude", table_format_of(data, format_), report, json_)
     ks = c.key_list(keys)
-    target = v.real("--target-kappa", target_kappa, low=0.0)
+    target = v.real("--target-kappa", target_kappa, low=0.0, high=MAX_KAPPA)
     m = v.integer("--insiders", insiders, low=0)
     cls = MagnitudeClass(
         v.real("--r1", r1, low=0.0, low_open=True),

@@ -88,8 +88,13 @@ class MagnitudeClass:
 
 def kappa_of_ratio(cls: MagnitudeClass, ratio: NDArray[np.float64]) -> NDArray[np.float64]:
     r""":math:`r_1 + \log r_2 + \log(1 + \gamma^2 \cdot \mathrm{ratio})`; ∞ where ratio is ∞."""
-    with np.errstate(over="ignore"):
-        return cls.base + np.log1p(cls.gamma**2 * ratio)
+    g2 = float(np.float64(cls.gamma) ** 2) if cls.gamma < 1e150 else math.inf
+    if math.isfinite(g2):
+        with np.errstate(over="ignore"):
+            return cls.base + np.log1p(g2 * ratio)
+    # γ² overflows: log(1 + γ² r) = 2 log γ + log(r + γ⁻²), γ⁻² = 0 at this size
+    with np.errstate(divide="ignore"):
+        return np.where(ratio > 0, cls.base + 2.0 * math.log(cls.gamma) + np.log(ratio), 0.0)
 
 
 def _ratio(num: NDArray[np.float64], den: NDArray[np.float64], n: NDArray[np.int64]) -> Any:

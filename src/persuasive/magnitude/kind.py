@@ -66,6 +66,18 @@ COUNT_NOTE = (
 )
 
 
+#: The largest target κ (nats): e^(κ/2), the density factor the sentence states, stays finite.
+MAX_KAPPA = 1000.0
+
+
+def _num(x: float) -> str:
+    """A parameter in words: :func:`persuasive.report.words.number`, or 6 significant digits
+    from 10^15 on (where that helper drops the zeros of a whole number)."""
+    from persuasive.report.words import number
+
+    return number(x) if abs(x) < 1e15 else f"{x:.6g}"
+
+
 @dataclass(frozen=True)
 class MagnitudeParams:
     """The parameters of a magnitude release's claim (data-independent)."""
@@ -94,14 +106,16 @@ class MagnitudeParams:
         if self.insiders < 0:
             raise ValidationError(f"insiders must be an integer ≥ 0; got {self.insiders}")
         k = self.target_kappa
-        if not isinstance(k, (int, float)) or not math.isfinite(k) or k < 0:
-            raise ValidationError(f"target_kappa must be a finite number ≥ 0; got {k!r}")
+        if not isinstance(k, (int, float)) or not math.isfinite(k) or not 0 <= k <= MAX_KAPPA:
+            raise ValidationError(
+                f"target_kappa must be a number in [0, {MAX_KAPPA:g}] nats (beyond, e^(κ/2) "
+                f"exceeds every float: it promises nothing); got {k!r}"
+            )
 
 
 def magnitude_sentence(p: MagnitudeParams) -> str:
     """The guarantee in plain words (who is covered, κ and its unit, what is not covered)."""
     from persuasive.report.words import kappa_text, unit_line
-    from persuasive.report.words import number as num
 
     who = "outsiders" + (
         f" and coalitions of up to {p.insiders} contributor{'s' if p.insiders > 1 else ''} who "
@@ -121,7 +135,7 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
     corr = (
         "independent"
         if p.r2 == 1.0
-        else f"correlated with a condition number of at most {num(p.r2)}"
+        else f"correlated with a condition number of at most {_num(p.r2)}"
     )
     margins = ""
     if p.counts:
@@ -135,11 +149,11 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
         of_cell = ""
     return (
         f"Publishing the totals of “{p.value}” by {', '.join(p.keys)}{margins} with every cell "
-        f"suppressed whose certified κ exceeds {num(p.target_kappa)}, protects each contributor"
+        f"suppressed whose certified κ exceeds {_num(p.target_kappa)}, protects each contributor"
         f"{holding}{of_cell} against {who}, whose Gaussian prior on the others' "
         f"values guesses {guess} to within {sds}, is {corr}, and is uncertain "
         f"about each contribution in proportion to its {scale} (up to a factor "
-        f"{num(p.gamma)} between contributors). Such a Receiver's "
+        f"{_num(p.gamma)} between contributors). Such a Receiver's "
         "Dawid–Sebastiani score of any one contribution improves by at most "
         f"κ = {kappa_text(p.target_kappa)} nats: "
         + unit_line(
@@ -152,9 +166,8 @@ def magnitude_sentence(p: MagnitudeParams) -> str:
 
 def plural_sd(k: float) -> str:
     """``1 prior standard deviation`` / ``1.5 prior standard deviations``."""
-    from persuasive.report.words import number as num
 
-    return f"{num(k)} prior standard deviation{'' if k == 1.0 else 's'}"
+    return f"{_num(k)} prior standard deviation{'' if k == 1.0 else 's'}"
 
 
 def _counts(claim: Mapping[str, Any]) -> bool:

@@ -267,9 +267,9 @@ def protect(
     m = insiders
     count = c.count
     top, z_all, z_m, rest = _tails(c, (0, m, m + 1))
-    g2 = cls.gamma**2
+    g2 = cls.gamma**2 if cls.gamma < 1e150 else math.inf  # an overflowing γ² is ∞
     with np.errstate(divide="ignore", invalid="ignore"):
-        share = np.where(top > 0, g2 * top / (g2 * top + rest), 0.0)
+        share = np.where(top > 0, top / (top + rest / g2), 0.0)
     a_full = inc.matrix()
     primary = np.asarray(primary_kappa > target)
     supp = primary.copy()

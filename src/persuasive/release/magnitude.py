@@ -28,7 +28,7 @@ from persuasive.errors import ValidationError
 from persuasive.files.sources import Source
 from persuasive.magnitude.certificate import MagnitudeCertificate, MagnitudeClass, certify_cells
 from persuasive.magnitude.contributors import Contributions, contributions
-from persuasive.magnitude.kind import MagnitudeParams
+from persuasive.magnitude.kind import MAX_KAPPA, MagnitudeParams
 from persuasive.magnitude.rules import ACRO_K, ACRO_N, ACRO_P, nk_dominance, p_percent, top_sum
 from persuasive.release import display
 
@@ -286,7 +286,7 @@ def release_magnitude(
         from persuasive.magnitude.margins import parse
 
         spec = parse(margins, key_list)
-    target = v.real("target_kappa", target_kappa, low=0.0)
+    target = v.real("target_kappa", target_kappa, low=0.0, high=MAX_KAPPA)
     m = v.integer("insiders", insiders, low=0)
     cls = MagnitudeClass(r1, r2, gamma)
     n_rule = v.integer("nk[0]", nk[0], low=1)
