@@ -133,7 +133,7 @@ def test_holding_column_through_the_cli(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--target-kappa", "-1"], "error: --target-kappa must be in [0, inf); got -1"),
+        (["--target-kappa", "-1"], "error: --target-kappa must be in [0, 1000]; got -1"),
         (["--target-kappa", "3", "--insiders", "-2"], "error: --insiders must be an integer"),
         (["--target-kappa", "3", "--r2", "0.5"], "error: --r2 must be in [1, inf); got 0.5"),
         (["--target-kappa", "3", "--margins", "year"], "error: margins: 'year' must be"),
