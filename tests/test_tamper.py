@@ -664,3 +664,23 @@ def test_margins_apriori_bounds_are_in_the_claim_and_an_edited_bound_is_caught(
     ok, said = run_verify(with_digest(wrong), folder)
     assert not ok and names(said, "publication"), said
     assert any("a-priori bounds" in m for m in said), said
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_change_of_json_type_crashes_verify(releases: dict[str, Path], kind: str) -> None:
+    """Every leaf of the certificate replaced by a list and by an object (the digest
+    recomputed, so the readers see it): verify says 'not verified', never an internal error
+    (an unhashable `kind` or `receiver.model` used to raise TypeError, exit 3)."""
+    folder = releases[kind]
+    doc = genuine(folder)
+    crashes = []
+    for path, value in list(walk(doc)):
+        if not path or path == ("digest",) or isinstance(value, (dict, list)):
+            continue  # the digest is recomputed below
+        for new in ([value], {"v": value}):
+            d = copy.deepcopy(doc)
+            at(d, path[:-1])[path[-1]] = new
+            ok, said = run_verify(with_digest(d), folder)
+            assert not ok, name_of(doc, path)
+            crashes += [f"{name_of(doc, path)}: {m[:120]}" for m in said if m.startswith("CRASH")]
+    assert not crashes, "\n".join(crashes)

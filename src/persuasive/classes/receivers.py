@@ -307,7 +307,7 @@ def receiver_from_dict(d: Mapping[str, Any]) -> Receiver:
     if "model" not in d:
         raise ValidationError(f"receiver.model is required: one of {allowed}")
     model = d["model"]
-    if model not in MODELS:
+    if not isinstance(model, str) or model not in MODELS:
         raise ValidationError(f"receiver.model must be one of {allowed}; got {model!r}")
     cls, keys = MODELS[model]
     for key in d:

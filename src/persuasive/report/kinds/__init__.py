@@ -156,7 +156,7 @@ KINDS: tuple[str, ...] = tuple(_MODULES)
 
 def kind_of(name: Any) -> Kind:
     """The implementation of a certificate kind (imported on first use)."""
-    if name not in _MODULES:
+    if not isinstance(name, str) or name not in _MODULES:
         raise ValidationError(
             f"kind must be one of {', '.join(map(repr, KINDS))}; got {name!r:.60}"
         )
