@@ -195,3 +195,16 @@ def test_guarantee_sentence_of_a_document() -> None:
     doc = {"guarantee": body.guarantee}
     assert guarantee_sentence(doc) == body.guarantee["statement"]
     assert "Poisson with mean between 1 and 40" in guarantee_sentence(doc)
+
+
+def test_numbers_and_factors_far_out_of_range() -> None:
+    """Whole numbers from 1e15 on keep their exponent (1e20 used to read "1": the zeros of the
+    written-out digits were stripped as if they were decimals), and a κ beyond the float range
+    of e**κ is written in words instead of raising OverflowError."""
+    from persuasive.report.words import number, unit_line
+
+    for x in (1e15, 1e20, 3.5e300, -2e18):
+        assert float(number(x)) == x
+    huge = unit_line(1500.0, what="the true count")
+    assert "more than a thousand trillion" in huge
+    assert "more than a thousand trillion" in unit_line(2000.0, what="x", density=True)

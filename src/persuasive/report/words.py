@@ -45,8 +45,8 @@ def number(x: float) -> str:
     --------
     >>> number(1.0), number(0.5), number(40.0), number(2.5e-7), number(1234567.0)
     ('1', '0.5', '40', '0.00000025', '1234567')
-    >>> number(4.25e-15)
-    '0.00000000000000425'
+    >>> number(4.25e-15), number(1e20), number(-2.5e17)
+    ('0.00000000000000425', '1e+20', '-2.5e+17')
     """
     x = float(x)
     if not math.isfinite(x):
@@ -54,6 +54,8 @@ def number(x: float) -> str:
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
     text = f"{x:.6g}"
+    if abs(x) >= 1e15:  # 1e+20: written out it would be 21 digits, most of them not known
+        return text
     if "e" in text:  # no exponent notation: as many decimals as 6 significant digits need
         decimals = max(0, 5 - math.floor(math.log10(abs(x))))
         text = f"{x:.{decimals}f}".rstrip("0").rstrip(".")
@@ -103,6 +105,14 @@ def factor(x: float) -> str:
     return "more than a thousand trillion"
 
 
+def _exp(x: float) -> float:
+    """``e**x``, a finite stand-in beyond the float range (math.exp raises there): ``factor``
+    writes it "more than a thousand trillion"; an infinite x stays infinite (∞)."""
+    if math.isinf(x):
+        return x if x > 0 else 0.0
+    return math.exp(min(x, 700.0))
+
+
 def unit_line(kappa: float, *, what: str, density: bool = False, believed: str = "") -> str:
     """The line that explains κ's unit, with the factor computed; a statement writes it right
     after κ: ``"… κ = 1.2 nats: " + unit_line(1.2, …)``.
@@ -129,13 +139,13 @@ def unit_line(kappa: float, *, what: str, density: bool = False, believed: str =
     if density:
         return (
             f"whatever {who} believed beforehand, the release multiplies the probability density "
-            f"they put on {what} by at most {factor(math.exp(kappa / 2))} (e to the power κ/2: "
+            f"they put on {what} by at most {factor(_exp(kappa / 2))} (e to the power κ/2: "
             "for a Gaussian belief this score is twice the negative log density, up to a "
             "constant)"
         )
     return (
         f"whatever {who} believed beforehand, the release multiplies the probability they give "
-        f"to {what} by at most {factor(math.exp(kappa))} (e to the power κ)"
+        f"to {what} by at most {factor(_exp(kappa))} (e to the power κ)"
     )
 
 
@@ -239,14 +249,14 @@ def explain_certificate(cert: Any) -> str:
     if scores and scores <= _LOG_SCORES:
         text += (
             " For this score that means: the release multiplies the probability the Receiver "
-            f"gives to the true value by at most {factor(math.exp(cert.kappa))} (e to the power "
+            f"gives to the true value by at most {factor(_exp(cert.kappa))} (e to the power "
             "κ)."
         )
     elif scores and scores <= _DSS_SCORES:
         text += (
             " For this score that means: for a Gaussian belief, the release multiplies the "
             "probability density the Receiver puts on the true value by at most "
-            f"{factor(math.exp(cert.kappa / 2))} (e to the power κ/2)."
+            f"{factor(_exp(cert.kappa / 2))} (e to the power κ/2)."
         )
     return text + proof
 
