@@ -347,3 +347,18 @@ def test_plan_states_its_gap_and_whether_it_is_optimal() -> None:
     at_bound = plan_suppression(t2, PoissonReceiver(1, 10), kappa=7.0)
     if at_bound.gap == 0:
         assert at_bound.optimal is True and "optimal" in at_bound.explain()
+
+
+def test_a_refusal_names_the_cell_but_not_its_count() -> None:
+    """The planner's refusal names the cell it could not protect by its index and dimensions,
+    never by its true count (refusal messages end up in logs and tickets)."""
+    from persuasive.classes.receivers import PoissonReceiver
+    from persuasive.margins import MarginTable
+    from persuasive.margins.planner import InfeasiblePlanError, plan_suppression
+
+    t = MarginTable([[3, 71], [83, 97]], h=5, margins="rows,cols")
+    with pytest.raises(InfeasiblePlanError) as err:
+        plan_suppression(t, PoissonReceiver(1, 10), kappa=0.1)
+    msg = str(err.value)
+    assert "index (0, 0) of (row, col)" in msg
+    assert "count" not in msg and " 3" not in msg.replace("kappa = 0.1", "")

@@ -310,8 +310,9 @@ class _State:
                 break
         if cand.size == 0:
             where = tuple(int(i) for i in np.unravel_index(self.active[w], self.table.shape))
-            raise InfeasiblePlanError(
-                f"cell {where} (count {int(self.x[w])}) keeps a loss above kappa = "
+            dims = ", ".join(self.table.dims)
+            raise InfeasiblePlanError(  # no count: messages get pasted where data must not go
+                f"the cell at index {where} of ({dims}) keeps a loss above kappa = "
                 f"{self.kappa:g} with every cell of the entries that could protect it hidden"
             )
         n_open = np.asarray(self.AT[cand] @ open_e.astype(np.int64))
