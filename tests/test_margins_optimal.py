@@ -58,6 +58,10 @@ def _table(seed: int) -> tuple[MarginTable, float]:
     return MarginTable(counts, h=3, margins="rows,cols"), float(rng.choice([7.0, 8.0, 9.5]))
 
 
+#: seconds: the MIP's wall-clock limit in tests that assert a proven optimum
+NO_LIMIT = 3600.0
+
+
 def _lb(t: MarginTable, kappa: float, objective: str) -> float:
     x = t.counts.ravel()
     needy = (x < t.h) & (disclosure_loss(RC, x) > kappa)
@@ -68,7 +72,8 @@ def _lb(t: MarginTable, kappa: float, objective: str) -> float:
 @pytest.mark.parametrize("seed", [5, 10, 17, 18, 22, 28, 43, 46, 47])
 def test_optimum_equals_enumeration_and_sits_between_bound_and_greedy(seed, objective):
     t, kappa = _table(seed)
-    out = opt.optimal_pattern(t, RC, kappa, objective=objective)
+    # a limit no run reaches: "optimal" must not depend on how loaded the machine is
+    out = opt.optimal_pattern(t, RC, kappa, objective=objective, time_limit=NO_LIMIT)
     best = _brute(t, kappa, objective)
     if best is None:
         assert out.status == "infeasible" and out.table is None and out.mip_bound == math.inf
@@ -88,7 +93,7 @@ def test_optimum_equals_enumeration_and_sits_between_bound_and_greedy(seed, obje
         greedy = None  # the greedy can miss a pattern that exists
     if greedy is not None and greedy.certified:
         assert out.objective_value <= greedy.objective_value
-    plan = plan_suppression(t, RC, kappa, objective=objective, method="mip")
+    plan = plan_suppression(t, RC, kappa, objective=objective, method="mip", time_limit=NO_LIMIT)
     assert plan.certified and plan.optimal is True and plan.objective_value == best
     assert plan.lower_bound <= plan.objective_value and plan.gap >= 0
     assert any("MIP with audit cuts" in n and "optimal" in n for n in plan.notes)
@@ -99,9 +104,9 @@ def test_finds_the_pattern_every_greedy_run_misses():
     # 2 of the 512 secondary patterns pass, both of 6 cells; the greedy dead-ends
     # (tests/test_margins_planner.py::test_a_refusal_says_when_it_is_not_a_proof)
     t = MarginTable([[0, 3, 1, 7], [7, 3, 2, 6], [3, 5, 7, 3]], h=3, margins="rows,cols")
-    out = opt.optimal_pattern(t, RC, 7.0)
+    out = opt.optimal_pattern(t, RC, 7.0, time_limit=NO_LIMIT)
     assert out.status == "optimal" and out.objective_value == 6.0
-    plan = plan_suppression(t, RC, 7.0, method="auto")
+    plan = plan_suppression(t, RC, 7.0, method="auto", time_limit=NO_LIMIT)
     assert plan.certified and plan.optimal is True and plan.n_secondary == 6
     assert plan.lower_bound < 6 and plan.gap == 6 - plan.lower_bound
     full = worst_case_losses(plan.table, RC)
@@ -166,7 +171,7 @@ def test_the_program_bound_can_prove_the_greedy_optimal():
     t = MarginTable([[1, 20, 4], [20, 1, 4], [4, 4, 15]], h=3, margins="rows,cols")
     greedy = plan_suppression(t, RC, 7.0, objective="total")
     assert greedy.certified and greedy.gap > 0 and greedy.optimal is None
-    out = opt.optimal_pattern(t, RC, 7.0, objective="total")
+    out = opt.optimal_pattern(t, RC, 7.0, objective="total", time_limit=NO_LIMIT)
     assert out.optimal and out.objective_value <= greedy.objective_value
     stub = opt.MipOutcome("time_limit", None, None, math.nan, greedy.objective_value, 3, 2, 0.1, "")
     assert opt.after_greedy(greedy, stub).optimal is True
@@ -179,7 +184,7 @@ def test_the_program_bound_can_prove_the_greedy_optimal():
 def test_infeasible_is_stated():
     # the zero row discloses its cells whatever is hidden
     t = MarginTable([[0, 0, 0], [7, 8, 6], [9, 7, 8]], h=3, margins="rows,cols")
-    out = opt.optimal_pattern(t, RC, 7.0)
+    out = opt.optimal_pattern(t, RC, 7.0, time_limit=NO_LIMIT)
     assert out.status == "infeasible" and out.mip_bound == math.inf
 
 
