@@ -171,12 +171,16 @@ def run_margins(
     known: Path | None = None,
     hierarchy: str | None = None,
     apriori: Path | None = None,
+    hierarchy_file: str | None = None,
+    hierarchy_lead: str | None = None,
 ) -> int:
     """The ``--margins`` route of ``release table``; returns the exit status. With
     ``microdata`` the records of ``data`` are counted first; absent key combinations are counts
     of zero, or structural zeros (``absent="structural"``); ``known`` is a file of cells the
     Receiver knows, ``apriori`` a file of bounds it knows (key columns, ``lower``, ``upper``),
-    ``hierarchy`` nested keys (``region>district``); ``method`` and
+    ``hierarchy`` nested keys (``region>district``), ``hierarchy_file`` ``COLUMN=FILE`` items
+    (:func:`persuasive.margins.hrc.load_specs`, read here so errors name the option);
+    ``method`` and
     ``mip_time_limit`` (text, seconds) choose the planner (:func:`check_planner`)."""
     from persuasive.errors import ValidationError
     from persuasive.margins.planner import InfeasiblePlanError
@@ -202,6 +206,11 @@ def run_margins(
     objective, bound = c.planner_choices(objective, bound)
     check_margins_receiver(receiver)
     meth, limit = check_planner(method, mip_time_limit, target_kappa)
+    from persuasive.margins.hrc import load_specs
+
+    if hierarchy_lead is not None and hierarchy_file is None:
+        raise ValidationError("--hierarchy-lead needs --hierarchy-file (it reads its .hrc files)")
+    files = load_specs(hierarchy_file, keys, lead=hierarchy_lead or "@", option="--hierarchy-file")
     given: Any = margins
     if Path(margins).suffix.lower() in (".csv", ".parquet", ".pq"):  # published totals to check
         from persuasive.report.margins_certificate import read_frame
@@ -226,6 +235,7 @@ def run_margins(
                 absent=absent,
                 known=known,
                 hierarchy=hierarchy,
+                hierarchy_file=files,
                 apriori=apriori,
                 method=meth,
                 mip_time_limit=limit,

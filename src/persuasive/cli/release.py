@@ -191,6 +191,19 @@ def table_cmd(
             "do not nest are structural zeros.",
         ),
     ] = None,
+    hierarchy_file: Annotated[
+        str | None,
+        opt(
+            "--hierarchy-file",
+            "With --margins: COLUMN=FILE, the coarser levels of the key COLUMN from a "
+            "tau-Argus .hrc file (one code a line, one @ per level below the top), built as "
+            "COLUMN_1, ... or named: region>district=FILE; several separated by commas.",
+        ),
+    ] = None,
+    hierarchy_lead: Annotated[
+        str | None,
+        opt("--hierarchy-lead", "With --hierarchy-file: the leading string (default @)."),
+    ] = None,
     apriori: Annotated[
         Path | None,
         opt(
@@ -228,8 +241,10 @@ def table_cmd(
         checked("--target-kappa", target_kappa),
     )
     receiver = c.receiver(alpha, poisson_mean, negbin_mean, negbin_size)
-    if margins is None and (known is not None or hierarchy is not None or apriori is not None):
-        which = "--known" if known is not None else "--hierarchy" if hierarchy else "--apriori"
+    given = {"--known": known, "--hierarchy": hierarchy, "--hierarchy-file": hierarchy_file}
+    given |= {"--hierarchy-lead": hierarchy_lead, "--apriori": apriori}
+    if margins is None and any(v is not None for v in given.values()):
+        which = next(o for o, v in given.items() if v is not None)
         raise ValidationError(
             f"{which} needs --margins (it is about a table published with its totals)"
         )
@@ -260,6 +275,8 @@ def table_cmd(
                 absent=absent,
                 known=known,
                 hierarchy=hierarchy,
+                hierarchy_file=hierarchy_file,
+                hierarchy_lead=hierarchy_lead,
                 apriori=apriori,
             )
         )

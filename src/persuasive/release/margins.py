@@ -73,6 +73,8 @@ def release_table_with_margins(
     weight: str | None = None,
     known: Any = None,
     hierarchy: Any = None,
+    hierarchy_file: Any = None,
+    hierarchy_lead: str = "@",
     method: str = "greedy",
     apriori: Any = None,
     mip_time_limit: float | None = None,
@@ -128,6 +130,13 @@ def release_table_with_margins(
     hierarchy : str, optional
         ``"region>district"``: district nested in region (:mod:`persuasive.margins.hierarchy`);
         the combinations that do not nest are structural zeros.
+    hierarchy_file : mapping, optional
+        ``{"district": "regions.hrc"}``: the coarser levels of the key ``district`` read from
+        a τ-Argus ``.hrc`` file (:mod:`persuasive.margins.hrc`), built as key columns
+        ``district_1``, … (or named: ``{"region>district": "regions.hrc"}``) and then treated
+        as ``hierarchy``; the certificate records the file's SHA-256 and structure.
+    hierarchy_lead : str
+        The leading string of the ``.hrc`` files (τ-Argus: ``"@"``), one per level.
     weight : str, optional
         Refused (:func:`persuasive.release.grid.refuse_weight`): Prop 8 certifies counts.
     method : {"greedy", "auto", "mip"}
@@ -186,10 +195,19 @@ def release_table_with_margins(
             f"method = {meth!r} needs target_kappa: the method chooses the secondary pattern "
             "planned to it; without a target leave method='greedy' (no secondary cells)"
         )
+    from persuasive.margins import hrc as hf
     from persuasive.margins.hierarchy import parse_hierarchy
     from persuasive.release.grid import known_rows
 
+    files = hf.load_specs(hierarchy_file, ks, lead=hierarchy_lead)
     chains = parse_hierarchy(hierarchy, ks)
+    if files:
+        from persuasive.files.reading import as_source, header
+        from persuasive.margins.hierarchy import hierarchy_names
+
+        ks = tuple(hf.all_keys(ks, files, header(as_source(frame))))
+        built = [">".join(f.levels) for f in files]
+        chains = parse_hierarchy([*hierarchy_names(chains), *built], ks)
     if isinstance(known, str):
         if microdata:
             raise ValidationError(
@@ -197,7 +215,7 @@ def release_table_with_margins(
                 "microdata pass a frame or file with the key columns of the known cells"
             )
         known = known_rows(frame, ks, known)
-    data = read_grid(frame, ks, count, bool(microdata), absent, chains)
+    data = read_grid(frame, ks, count, bool(microdata), absent, chains, files)
     primary = primary_table(data, ks, count, h_, margins, known, chains, apriori)
     if not primary.margins:
         raise ValidationError(
@@ -251,6 +269,7 @@ def release_table_with_margins(
             bound=bnd,
             absent=absent,
             hierarchy=chains,
+            hierarchy_files=files,
             method=meth,
             mip_time_limit=limit,
         ),

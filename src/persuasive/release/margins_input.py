@@ -52,11 +52,14 @@ def read_grid(
     microdata: bool = False,
     absent: str = "zero",
     hierarchy: Any = (),
+    hrc: Any = (),
 ) -> pl.DataFrame:
     """The cells: read (or, with ``microdata``, tabulated), then the absent combinations of the
     keys' levels added as counts of zero, except the structural zeros
     (:func:`persuasive.release.grid.margins_grid`: with ``absent="structural"``, and the
-    combinations a hierarchy does not nest)."""
+    combinations a hierarchy does not nest). ``hrc`` are hierarchy files
+    (:class:`persuasive.margins.hrc.HrcFile`): the keys they build are not read but made from
+    them (:func:`persuasive.margins.hrc.add_levels`)."""
     from persuasive.release import grid
     from persuasive.release.margins_output import CUSTODIAN_COLUMNS
     from persuasive.release.tables import read_cells
@@ -71,8 +74,14 @@ def read_grid(
             f"margins: the output files use the names {sorted(reserved | set(CUSTODIAN_COLUMNS))}"
             "; rename it"
         )
-    cells = grid.tabulate(source, keys, count) if microdata else read_cells(source, keys, count)
-    declared = grid.declared_levels(source, keys, cells.schema)
+    built = {lv for f in hrc for lv in f.levels[:-1]}
+    read = tuple(k for k in keys if k not in built)
+    cells = grid.tabulate(source, read, count) if microdata else read_cells(source, read, count)
+    declared = grid.declared_levels(source, read, cells.schema)
+    if hrc:
+        from persuasive.margins.hrc import add_levels
+
+        cells = add_levels(cells, hrc, keys, count, absent)
     return grid.margins_grid(cells, keys, count, absent, declared, hierarchy)[0]
 
 

@@ -70,6 +70,8 @@ class MarginRelease(display.ReleaseResult):
     bound: str
     absent: str = "zero"
     hierarchy: tuple[tuple[str, ...], ...] = ()
+    #: The hierarchy files the levels were built from (:class:`persuasive.margins.hrc.HrcFile`).
+    hierarchy_files: tuple[Any, ...] = ()
     #: The planner's method asked for, and the MIP's time limit (seconds; None: greedy).
     method: str = "greedy"
     mip_time_limit: float | None = None
@@ -155,6 +157,7 @@ class MarginRelease(display.ReleaseResult):
             hierarchy=tuple(">".join(c) for c in self.hierarchy),
             plan=tuple((self.verdict.plan_claim() or {}).items()),
             apriori=self.apriori_bounds,
+            hierarchy_file=self.hierarchy_files,
         )
 
     @property

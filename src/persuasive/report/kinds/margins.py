@@ -62,6 +62,9 @@ class MarginsParams:
     #: The a-priori bounds ``(labels, lower, upper or None)`` (``claim.apriori``,
     #: :mod:`persuasive.report.margins_apriori`).
     apriori: tuple[tuple[tuple[str, ...], int, int | None], ...] = ()
+    #: The hierarchy files the levels were built from (``claim.hierarchy_file``,
+    #: :class:`persuasive.margins.hrc.HrcFile`).
+    hierarchy_file: tuple[Any, ...] = ()
 
 
 #: The note each treatment of absent key combinations adds to a margins certificate.
@@ -202,6 +205,7 @@ class MarginsKind:
         "absent",
         "known",
         "hierarchy",
+        "hierarchy_file",
         "plan",
         "apriori",
     )
@@ -209,6 +213,7 @@ class MarginsKind:
     def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
         from persuasive.classes.receivers import receiver_from_dict
         from persuasive.files.reading import ROW
+        from persuasive.margins.hrc import read_claim
         from persuasive.report.margins_certificate import STATUS
         from persuasive.report.margins_plan import read_plan
 
@@ -231,6 +236,7 @@ class MarginsKind:
                 f"claim.columns: the keys {list(keys)} and the count {count!r} must be distinct "
                 f"column names, none of {sorted(reserved)}"
             )
+        hierarchy = _hierarchy(claim, keys)
         return MarginsParams(
             receiver=receiver,
             h=need(doc, "claim.h", int),
@@ -241,12 +247,14 @@ class MarginsKind:
             target_kappa=number(doc, "claim.target_kappa", optional=True),
             absent=_absent(claim),
             known=_known(claim, keys),
-            hierarchy=_hierarchy(claim, keys),
+            hierarchy=hierarchy,
             plan=read_plan(claim),
             apriori=read_apriori(claim, keys),
+            hierarchy_file=read_claim(claim, hierarchy),
         )
 
     def claim(self, p: MarginsParams) -> dict[str, Any]:
+        from persuasive.margins.hrc import hrc_claim
         from persuasive.report.margins_certificate import margins_claim
 
         return {
@@ -257,6 +265,7 @@ class MarginsKind:
             "absent": p.absent,
             **({"known": [list(c) for c in p.known]} if p.known else {}),
             **({"hierarchy": list(p.hierarchy)} if p.hierarchy else {}),
+            **hrc_claim(p.hierarchy_file),
             **({"plan": dict(p.plan)} if p.plan else {}),
             **apriori_claim(p.apriori),
         }
@@ -276,7 +285,9 @@ class MarginsKind:
         }
         if p.absent == "structural" or p.hierarchy:
             facts["structural_cells"] = mc.structural_count(pub)
-        problems: list[str] = []
+        from persuasive.margins.hrc import hrc_problems
+
+        problems = hrc_problems(p.hierarchy_file, pub.cells, p.absent)
         payload: Any = None
         try:
             table, labels = mc.publication_table(
