@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,8 @@ class HrcFile:
     lead: str = LEAD
     #: How the errors name the input: ``"hierarchy_file"`` or ``"--hierarchy-file"``.
     option: str = "hierarchy_file"
+    #: The item as given, ``group>occupation=regions.hrc`` (for the errors).
+    given: str = field(default="", compare=False)
 
     @property
     def column(self) -> str:
@@ -68,7 +70,7 @@ class HrcFile:
 
     @property
     def where(self) -> str:
-        return f"{self.option} {self.column}={self.name}"
+        return f"{self.option} {self.given or f'{self.column}={self.name}'}"
 
     def parents(self) -> dict[str, str | None]:
         """Each code's parent (None at the top level)."""
@@ -122,12 +124,15 @@ def parse_codes(text: str, where: str, lead: str = LEAD) -> tuple[tuple[int, str
         shown = f"line {number} {raw.rstrip()!r:.60}"
         if not code:
             raise ValidationError(f"{where}: {shown}: no code after the {lead!r}")
+        if previous < 0 < depth:
+            raise ValidationError(
+                f"{where}: {shown} is {depth} levels deep but is the first code; the first "
+                f"code must be at the top level (no {lead!r})"
+            )
         if depth > previous + 1:
             raise ValidationError(
-                f"{where}: {shown} is {depth} levels deep after a code {max(previous, 0)} deep"
-                f"{' (the first code)' if previous < 0 else ''}; a code may be at most one "
-                f"level (one {lead!r}) deeper than the code before it, the first at the top "
-                f"(no {lead!r})"
+                f"{where}: {shown} is {depth} levels deep after a code {previous} levels deep; "
+                f"a code may be at most one level (one {lead!r}) deeper than the code before it"
             )
         if code in first:
             raise ValidationError(
@@ -156,7 +161,8 @@ def read_hrc(
     """Read and parse a ``.hrc`` file for the key ``column``. ``names`` are the coarser levels'
     columns, outermost first (default ``column_1``, ``column_2``, …)."""
     p = Path(path)
-    where = f"{option} {column}={path}"
+    given = f"{'>'.join([*names, column])}={path}"
+    where = f"{option} {given}"
     if not isinstance(lead, str) or not lead or lead != lead.strip():
         raise ValidationError(
             f"{where}: the leading string must be one or more non-blank characters (τ-Argus: "
@@ -177,7 +183,8 @@ def read_hrc(
             f"{where}: the file is not UTF-8 text (byte 0x{bad} on line {line}); save it as UTF-8"
         ) from None
     codes = parse_codes(text, where, lead)
-    return _made(codes, column, names, p.name, hashlib.sha256(raw).hexdigest(), lead, option)
+    sha = hashlib.sha256(raw).hexdigest()
+    return replace(_made(codes, column, names, p.name, sha, lead, option), given=given)
 
 
 def _made(
