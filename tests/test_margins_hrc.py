@@ -164,6 +164,11 @@ def test_a_bad_file_is_named_with_its_line(tmp_path: Path, text: str, message: s
     assert "\n" not in str(e.value)
 
 
+def test_an_empty_leading_string_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="leading string must be one or more"):
+        read_hrc(write(tmp_path, "A\n"), "d", lead="")
+
+
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ValidationError, match=r"no such file .*nope\.hrc"):
         read_hrc(tmp_path / "nope.hrc", "d")

@@ -26,7 +26,8 @@ leaf absent from the data is an absent combination (a count of zero, or a struct
 with ``absent="structural"``); a data value that is not a leaf of the file is an error.
 
 The certificate records the file's SHA-256 and its parsed structure (``claim.hierarchy_file``),
-so that a verifier checks the published level columns against it without the file.
+so that a verifier checks the published level columns against it without the file
+(:mod:`persuasive.margins.hrc_claim`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import polars as pl
 
 from persuasive.errors import ValidationError
 
-__all__ = ["HrcFile", "add_levels", "hrc_claim", "hrc_problems", "load_specs", "read_claim"]
+__all__ = ["HrcFile", "add_levels", "all_keys", "build", "load_specs", "parse_codes", "read_hrc"]
 
 #: The leading string of τ-Argus: one per level below the top.
 LEAD = "@"
@@ -110,6 +111,11 @@ def parse_codes(text: str, where: str, lead: str = LEAD) -> tuple[tuple[int, str
     >>> parse_codes("A\\n@a1\\n\\n@a2\\nB\\n", "f")
     ((0, 'A'), (1, 'a1'), (1, 'a2'), (0, 'B'))
     """
+    if not lead or lead != lead.strip():
+        raise ValidationError(
+            f"{where}: the leading string must be one or more non-blank characters (τ-Argus: "
+            f"'@'); got {lead!r:.20}"
+        )
     out: list[tuple[int, str]] = []
     first: dict[str, int] = {}
     previous = -1
@@ -163,11 +169,8 @@ def read_hrc(
     p = Path(path)
     given = f"{'>'.join([*names, column])}={path}"
     where = f"{option} {given}"
-    if not isinstance(lead, str) or not lead or lead != lead.strip():
-        raise ValidationError(
-            f"{where}: the leading string must be one or more non-blank characters (τ-Argus: "
-            f"'@'); got {lead!r:.20}"
-        )
+    if not isinstance(lead, str):
+        raise ValidationError(f"{where}: the leading string must be text, such as '@'")
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
@@ -184,10 +187,10 @@ def read_hrc(
         ) from None
     codes = parse_codes(text, where, lead)
     sha = hashlib.sha256(raw).hexdigest()
-    return replace(_made(codes, column, names, p.name, sha, lead, option), given=given)
+    return replace(build(codes, column, names, p.name, sha, lead, option), given=given)
 
 
-def _made(
+def build(
     codes: tuple[tuple[int, str], ...],
     column: str,
     names: Sequence[str],
@@ -196,6 +199,8 @@ def _made(
     lead: str,
     option: str,
 ) -> HrcFile:
+    """The :class:`HrcFile` of parsed ``codes``: the coarser levels named ``names`` (one per
+    level above the deepest), or ``column_1``, ``column_2``, … without names."""
     deepest = max(d for d, _ in codes)
     coarse = tuple(names) or tuple(f"{column}_{j}" for j in range(1, deepest + 1))
     if len(coarse) != deepest:
@@ -324,94 +329,3 @@ def add_levels(
         )
         cells = cells.join(table, on=f.column, how="left", maintain_order="left")
     return cells.select(*keys, count)
-
-
-def hrc_claim(files: Sequence[HrcFile]) -> dict[str, Any]:
-    """``claim.hierarchy_file``: each file's name, SHA-256, leading string, levels and codes
-    (``[depth, code]`` in file order); empty without a file."""
-    if not files:
-        return {}
-    return {
-        "hierarchy_file": [
-            {
-                "file": f.name,
-                "sha256": f.sha256,
-                "lead": f.lead,
-                "levels": list(f.levels),
-                "codes": [[d, c] for d, c in f.codes],
-            }
-            for f in files
-        ]
-    }
-
-
-def read_claim(claim: Mapping[str, Any], hierarchy: Sequence[str]) -> tuple[HrcFile, ...]:
-    """``claim.hierarchy_file`` (optional), parsed and checked as a file is, each file's levels
-    one of the claim's hierarchies."""
-    raw = claim.get("hierarchy_file")
-    if raw is None:
-        return ()
-    what = "claim.hierarchy_file"
-    if not isinstance(raw, list) or not raw:
-        raise ValidationError(f"{what}: must be a non-empty list of files")
-    out = []
-    for i, e in enumerate(raw):
-        ok = (
-            isinstance(e, dict)
-            and set(e) == {"file", "sha256", "lead", "levels", "codes"}
-            and all(isinstance(e[k], str) for k in ("file", "sha256", "lead"))
-            and isinstance(e["levels"], list)
-            and all(isinstance(s, str) for s in e["levels"])
-            and isinstance(e["codes"], list)
-            and all(
-                isinstance(c, list)
-                and len(c) == 2
-                and type(c[0]) is int
-                and c[0] >= 0
-                and isinstance(c[1], str)
-                for c in e["codes"]
-            )
-        )
-        if not ok:
-            raise ValidationError(
-                f"{what}[{i}]: must have file, sha256, lead (strings), levels (names) and codes "
-                "(a list of [depth, code])"
-            )
-        lead = e["lead"]
-        text = "\n".join(lead * d + c for d, c in e["codes"])
-        codes = parse_codes(text, f"{what}[{i}]", lead)
-        if [list(c) for c in codes] != e["codes"] or len(e["levels"]) < 2:
-            raise ValidationError(f"{what}[{i}]: codes are not as a file is parsed")
-        f = _made(codes, e["levels"][-1], e["levels"][:-1], e["file"], e["sha256"], lead, what)
-        if ">".join(f.levels) not in hierarchy:
-            raise ValidationError(
-                f"{what}[{i}]: its levels {'>'.join(f.levels)} are not one of claim.hierarchy"
-            )
-        out.append(f)
-    return tuple(out)
-
-
-def hrc_problems(files: Sequence[HrcFile], cells: pl.DataFrame, absent: str) -> list[str]:
-    """The published rows whose levels differ from the recorded file's, and, with
-    ``absent="zero"``, its leaves not published (one line each)."""
-    out = []
-    for f in files:
-        paths = f.paths()
-        table = cells.select(list(f.levels)).cast(pl.String).unique()
-        for row in table.sort(list(f.levels)).iter_rows():
-            if paths.get(row[-1]) != row:
-                out.append(
-                    f"publication: {'>'.join(f.levels)} {' > '.join(map(repr, row))} is not as "
-                    f"the hierarchy file {f.name} recorded in claim.hierarchy_file has it "
-                    f"({' > '.join(map(repr, paths.get(row[-1], ())) or 'not a leaf')})"
-                )
-                break
-        if absent == "zero":
-            gone = sorted(set(paths) - set(table[f.column].to_list()))
-            if gone:
-                out.append(
-                    f"publication: {len(gone)} leaves of the hierarchy file {f.name} are not "
-                    f"published (first {gone[0]!r}), but absent combinations are counts of "
-                    "zero (claim.absent = 'zero')"
-                )
-    return out

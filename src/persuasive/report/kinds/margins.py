@@ -213,7 +213,7 @@ class MarginsKind:
     def parameters(self, claim: Mapping[str, Any]) -> MarginsParams:
         from persuasive.classes.receivers import receiver_from_dict
         from persuasive.files.reading import ROW
-        from persuasive.margins.hrc import read_claim
+        from persuasive.margins.hrc_claim import read_claim
         from persuasive.report.margins_certificate import STATUS
         from persuasive.report.margins_plan import read_plan
 
@@ -254,7 +254,7 @@ class MarginsKind:
         )
 
     def claim(self, p: MarginsParams) -> dict[str, Any]:
-        from persuasive.margins.hrc import hrc_claim
+        from persuasive.margins.hrc_claim import hrc_claim
         from persuasive.report.margins_certificate import margins_claim
 
         return {
@@ -285,7 +285,7 @@ class MarginsKind:
         }
         if p.absent == "structural" or p.hierarchy:
             facts["structural_cells"] = mc.structural_count(pub)
-        from persuasive.margins.hrc import hrc_problems
+        from persuasive.margins.hrc_claim import hrc_problems
 
         problems = hrc_problems(p.hierarchy_file, pub.cells, p.absent)
         payload: Any = None
