@@ -270,3 +270,19 @@ def test_api_receiver_unchanged_by_the_file_route() -> None:
     )  # fmt: skip
     assert a.published.equals(b.published)
     assert a.verdict.kappa_published == b.verdict.kappa_published
+
+
+def test_the_example_file_is_make_datas_and_the_groups_of_the_worked_example() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_data", DATA / "make_data.py")
+    assert spec is not None and spec.loader is not None
+    make_data = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make_data)
+    assert make_data.occupation_hrc() == HRC.read_text(encoding="utf-8")
+    f = read_hrc(HRC, "occupation", ["group"])
+    groups = {str(k): v for k, v in make_data.OCCUPATION_GROUPS.items()}
+    assert {leaf: path[0] for leaf, path in f.paths().items()} == groups
+    # and the columns the file builds are those of fair_hierarchy.csv
+    cols = pl.read_csv(DATA / "fair_hierarchy.csv", infer_schema=False)
+    assert dict(cols.select("occupation", "group").unique().iter_rows()) == groups

@@ -12,6 +12,9 @@ downloaded), read through :mod:`persuasive.release.data`:
 * ``fair_hierarchy.csv`` — the same cross-tabulation with the six occupation codes nested in
   three groups (:func:`fair_hierarchy`): ``group``, ``occupation``, ``religious``, ``n``, for
   the hierarchical release of ``docs/margins_release.md`` ("Hierarchies");
+* ``fair_occupation.hrc`` — the same three groups as a τ-Argus hierarchy file (one code a
+  line, ``@`` before each occupation code; :func:`occupation_hrc`), for ``--hierarchy-file``
+  on ``fair_crosstab.csv`` ("Hierarchies");
 * ``fair_known.csv`` — the key columns of two cells of ``fair_crosstab.csv`` taken as already
   public (``--known``, "What the Receiver already knows");
 * ``fair_apriori.csv`` — a-priori bounds on three cells of ``fair_crosstab.csv`` (``--apriori``:
@@ -43,12 +46,22 @@ def fair_hierarchy() -> pl.DataFrame:
     return t.with_columns(group.alias("group")).select("group", "occupation", "religious", "n")
 
 
+def occupation_hrc() -> str:
+    """:data:`OCCUPATION_GROUPS` as a ``.hrc`` file: each group, then its codes after ``@``."""
+    lines = []
+    for group in dict.fromkeys(OCCUPATION_GROUPS.values()):
+        lines.append(group)
+        lines += [f"@{code}" for code, g in OCCUPATION_GROUPS.items() if g == group]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     """Write the CSV files beside this script."""
     load_cancer_counts().write_csv(HERE / "counts.csv")
     load_fair().write_csv(HERE / "fair.csv")
     load_fair_crosstab().write_csv(HERE / "fair_crosstab.csv")
     fair_hierarchy().write_csv(HERE / "fair_hierarchy.csv")
+    (HERE / "fair_occupation.hrc").write_text(occupation_hrc(), encoding="utf-8")
     pl.DataFrame({"religious": [1, 3], "occupation": [1, 1]}).write_csv(HERE / "fair_known.csv")
     bounds = {"lower": [3, 5, 20], "upper": [None, 9, 30]}  # (3, 1) >= 3, (4, 1) in [5, 9], ...
     pl.DataFrame({"religious": [3, 4, 1], "occupation": [1, 1, 6], **bounds}).write_csv(
@@ -59,6 +72,7 @@ def main() -> None:
         "fair.csv",
         "fair_crosstab.csv",
         "fair_hierarchy.csv",
+        "fair_occupation.hrc",
         "fair_known.csv",
         "fair_apriori.csv",
     )
