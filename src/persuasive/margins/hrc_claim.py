@@ -54,7 +54,7 @@ def read_claim(claim: Mapping[str, Any], hierarchy: Sequence[str]) -> tuple[HrcF
         ok = (
             isinstance(e, dict)
             and set(e) == {"file", "sha256", "lead", "levels", "codes"}
-            and all(isinstance(e[k], str) for k in ("file", "sha256", "lead"))
+            and all(isinstance(e[k], str) and e[k] for k in ("file", "sha256", "lead"))
             and re.fullmatch("[0-9a-f]{64}", e["sha256"]) is not None
             and isinstance(e["levels"], list)
             and all(isinstance(s, str) for s in e["levels"])
