@@ -71,6 +71,7 @@ class HrcFile:
 
     @property
     def where(self) -> str:
+        """How an error names the file: ``--hierarchy-file group>occupation=FILE``."""
         return f"{self.option} {self.given or f'{self.column}={self.name}'}"
 
     def parents(self) -> dict[str, str | None]:
@@ -294,7 +295,7 @@ def add_levels(
     for f in files:
         paths = f.paths()
         values = cells.get_column(f.column).cast(pl.String)
-        seen = values.unique().to_list()
+        seen = set(values.unique().to_list())
         parent = f.parents()
         for v in sorted(seen, key=str):
             if v in paths:
@@ -311,7 +312,7 @@ def add_levels(
             )
         cells = cells.with_columns(values.alias(f.column))
         if absent == "zero":
-            missing = [leaf for leaf in paths if leaf not in set(seen)]
+            missing = [leaf for leaf in paths if leaf not in seen]
             if missing and cells.height:
                 first = cells.row(0, named=True)
                 extra = pl.DataFrame(
