@@ -80,6 +80,7 @@ def test_cli_end_to_end_and_verify(tmp_path):
     assert hidden and published.filter(pl.col("total").is_null())["year"].to_list() == hidden
     html = (out / "report" / "report.html").read_text(encoding="utf-8")
     assert "The rules on the same cells" in html and "Dominance in the worst cells" in html
+    assert "This report is for the custodian, not for publication" in html
     doc = json.loads((out / "certificate.json").read_text())
     assert doc["kind"] == "magnitude" and doc["guarantee"]["kappa"] == 3.5
     assert "invest" not in json.dumps(doc["publication"])  # no value in the certificate

@@ -165,6 +165,10 @@ def magnitude_report(rel: Any, doc: Mapping[str, Any]) -> ReportContent:
             ),
             certificate_section(doc),
         ],
-        notes=list(doc["notes"]),
+        notes=[
+            *doc["notes"],
+            "This report is for the custodian, not for publication: the κ, shares and rule "
+            "flags of each cell describe the contributions, suppressed cells included.",
+        ],
         figures=[],
     )
