@@ -28,6 +28,12 @@ def xs(fair):
     return fair["affairs"].to_numpy(), fair["religious"].to_numpy()
 
 
+@pytest.fixture(scope="module")
+def repair(fair):
+    """The noise calibration (seconds): computed once, checked by two tests."""
+    return ex.noise_repair(fair)
+
+
 def test_group_means_are_private(fair, xs) -> None:
     x, g = xs
     rel = ex.private_release(fair)
@@ -50,20 +56,20 @@ def test_differencing_exposes_exactly_the_respondent(fair, xs) -> None:
     assert att.revealed == pytest.approx(x[i], abs=1e-9)
 
 
-def test_noise_repair_meets_the_target(fair) -> None:
-    rep = ex.noise_repair(fair)
+def test_noise_repair_meets_the_target(fair, repair) -> None:
+    rep = repair
     n = fair.height
     assert rep.sd > 0 and rep.kappa <= ex.TARGET_KAPPA + 1e-9
     assert rep.respondent_kappa <= rep.kappa + 1e-12 and math.isfinite(rep.respondent_kappa)
     assert rep.attack_error_sd == pytest.approx(rep.sd * math.hypot(n, n - 1))
 
 
-def test_noise_repair_posterior_variance_independent(fair) -> None:
+def test_noise_repair_posterior_variance_independent(fair, repair) -> None:
     """Under the stated prior (Σ = s²I) and noise sd σ, x_17's posterior variance is
     s² − s⁴ a_iᵀ (s² A Aᵀ + σ² I)⁻¹ a_i > 0 (k × k algebra, numpy)."""
     from persuasive.release.statistics import statistics_matrix
 
-    rep = ex.noise_repair(fair)
+    rep = repair
     _, a = statistics_matrix(fair, ex.differencing_statistics(), value="affairs")
     s2, ai = ex.PRIOR_SD**2, a[:, ex.RESPONDENT]
     g = s2 * a @ a.T + rep.sd**2 * np.eye(a.shape[0])

@@ -45,13 +45,8 @@ def test_bound_is_above_the_exact_dp_two_way(seed):
     rng = np.random.default_rng(seed)
     shape = tuple(int(v) for v in rng.integers(2, 6, 2))
     t = _table(rng, shape, "rows,cols")
-    if not t.suppressed.any():
-        return
-    try:
-        _check_against_dp(t, RECEIVERS[seed % 3])
-    except Exception as exc:  # a component too large for the exact DP: not a check
-        if "max_states" not in str(exc):
-            raise
+    assert t.suppressed.any()  # every seed has a suppressed cell, and every fibre fits the DP
+    _check_against_dp(t, RECEIVERS[seed % 3])
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -59,27 +54,26 @@ def test_bound_is_above_the_exact_dp_two_way(seed):
 def test_bound_is_above_the_exact_dp_three_way(seed, margins):
     rng = np.random.default_rng(100 + seed)
     t = _table(rng, (2, 3, 3), margins, h=4, p_sec=0.25)
-    if not t.suppressed.any():
-        return
-    try:
-        _check_against_dp(t, RECEIVERS[seed % 3])
-    except Exception as exc:
-        if "max_states" not in str(exc):
-            raise
+    assert t.suppressed.any()  # every seed has a suppressed cell, and every fibre fits the DP
+    _check_against_dp(t, RECEIVERS[seed % 3])
 
 
 def test_the_bound_is_informative_somewhere():
+    # the tables of 1-10 suppressed cells among 25 random 4 x 4 ones: the larger fibres cost
+    # seconds each in the exact DP and their soundness is checked by the two-way test above
+    # (up to 20 suppressed cells); informativeness does not need them
     rng = np.random.default_rng(7)
-    useful = 0
+    useful, checked, informative = 0, 0, 0
     for _ in range(25):
         t = _table(rng, (4, 4), "rows,cols")
-        if t.suppressed.any():
-            try:
-                useful += _check_against_dp(t, POI)
-            except Exception as exc:
-                if "max_states" not in str(exc):
-                    raise
+        if 0 < t.suppressed.sum() <= 10:
+            n = _check_against_dp(t, POI)
+            useful += n
+            checked += 1
+            informative += n > 0
+    assert checked >= 10
     assert useful > 20
+    assert 2 * informative >= checked  # informative on most tables, not on one lucky one
 
 
 def _brute(t, receiver):
@@ -140,26 +134,32 @@ def test_propagation_is_sound_and_detects_an_empty_fibre():
     assert np.any(L2 > U2)
 
 
-@pytest.mark.parametrize("seed", range(10))
+#: seeds whose table has cells the bound (not the DP) decides at max_states=1; at some target,
+#: 11, 12, 23, 24, 26 and 29 certify some but not all of them (11: 7 of 13 at 3; 26: all 16
+#: cells suppressed, 11 of 16 at 3). The earlier range(10) had two tables (5, 8) with no such
+#: cell and three (3, 6, 9) of 14-16 cells costing 10-30 s each for the same partial pattern.
+KAPPA_SEEDS = [0, 1, 2, 4, 7, 11, 12, 23, 24, 26, 29]
+
+
+@pytest.mark.parametrize("seed", KAPPA_SEEDS)
 def test_kappa_bound_is_above_the_exact_kappa(seed):
     rng = np.random.default_rng(300 + seed)
     t = _table(rng, (4, 4), "rows,cols")
-    if not t.suppressed.any():
-        return
+    assert t.suppressed.any()
     rec = RECEIVERS[seed % 3]
     exact = worst_case_losses(t, rec)
-    if not exact.all_certified:
-        return
+    assert exact.all_certified
+    sup = t.suppressed
+    none = worst_case_losses(t, rec, max_states=1)  # no target: nothing certified by it
+    assert not (none.certified & sup & ~none.exact).any()
     for kap in (3.0, 6.0, 50.0):
         est = worst_case_losses(t, rec, max_states=1, kappa=kap)  # forces the chain + bounds
-        sup = t.suppressed
+        assert (sup & ~est.exact).any()  # the bound, not the DP, decides some cell
         assert np.all(est.kappa_upper[sup] >= exact.kappa_upper[sup] - 1e-9)
         assert np.all(est.kappa_published[sup] >= exact.kappa_published[sup] - 1e-9)
         cert = est.certified & sup & ~est.exact  # certified by the bound, not the DP
         assert np.all(exact.kappa_upper[cert] <= kap + 1e-9)
         assert np.all(est.kappa_lower[sup & ~est.exact] == 0.0)
-        none = worst_case_losses(t, rec, max_states=1)  # no target: nothing certified by it
-        assert not (none.certified & sup & ~none.exact).any()
 
 
 @settings(max_examples=25, deadline=None)
