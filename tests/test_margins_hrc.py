@@ -313,3 +313,11 @@ def test_a_tampered_record_is_a_mismatch_not_a_crash(tmp_path: Path) -> None:
             # a name or leading string edited consistently changes nothing recomputed (the
             # SHA-256 is checked by whoever holds the file); anything else is not verified
             assert not v.ok or (spot in {("file",), ("lead",)} and value == "@@"), (spot, value)
+
+
+def test_a_lead_needs_a_file(tmp_path: Path) -> None:
+    args = [str(DATA / "fair_crosstab.csv"), "--keys", "occupation,religious", *COMMON]
+    res = runner.invoke(app, ["release", "table", *args, "--hierarchy-lead", "*", "--out",
+                              str(tmp_path / "o")])  # fmt: skip
+    assert res.exit_code == 2 and "--hierarchy-lead needs --hierarchy-file" in res.output
+    assert not (tmp_path / "o").exists()
