@@ -326,6 +326,11 @@ def test_api_end_to_end(released: tuple[Any, Path]) -> None:
         rows = margins.filter(pl.col("margin") == "religious").select("religious", "total").rows()
         assert sorted([r, int(n)] for r, n in rows) == want
     assert doc["guarantee"]["kappa"] == max(t["kappa"] for t in doc["publication"]["tables"])
+    # the sentence states κ once, in plain words with its unit and the factor e**κ
+    said, kappa = doc["guarantee"]["statement"], doc["guarantee"]["kappa"]
+    assert said.count(f"κ = {kappa:.4g} nats") == 1 and "(e to the power κ)" in said
+    factor = float(said.split("by at most ")[1].split(" ")[0].replace(",", ""))
+    assert factor == pytest.approx(math.exp(kappa), rel=0.05)
 
 
 def test_verify_names_edits(released: tuple[Any, Path], tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from persuasive.release.linked_check import (
     params_of,
 )
 from persuasive.report import certificate as cd
+from persuasive.report.words import unit_line
 
 __all__ = [
     "guarantee_of",
@@ -74,17 +75,22 @@ def guarantee_of(p: Any, table_guarantees: Sequence[Mapping[str, Any]]) -> dict[
     kappa = max(float(g["kappa"]) for g in table_guarantees)
     d = p.receiver.describe()
     names = ", ".join(p.spec.names)
+    n = len(table_guarantees)
     head = (
-        f"Against every Receiver whose cells of the cover table ({'*'.join(p.spec.variables)}) "
-        f"are independent Poisson with one common mean between {d['mean_min']:g} and "
-        f"{d['mean_max']:g}, "
+        f"In each of the {n} linked tables ({names}) cells with a count below {p.h} are "
+        "suppressed (and, where needed, other cells too) and the totals are published. Against "
+        f"a Receiver whose prior for each cell of the cover table ({' × '.join(p.spec.variables)}"
+        f") is Poisson with one common mean between {d['mean_min']:g} and {d['mean_max']:g}, "
+        "the cells independent, "
     )
     if holds:
+        what = "the true count of such a cell"
         statement = (
-            head + f"no Receiver gains more than κ = {kappa:.4g} nats on any cell below "
-            f"r = {p.r} of the {len(table_guarantees)} linked tables ({names}), given all of "
-            "them: each table's certificate holds, and given the totals they share the tables "
-            "are independent."
+            head + f"the publication guarantees κ = {kappa:.4g} nats for every suppressed cell "
+            f"whose true count is below {p.r}, in every table, given all the tables together: "
+            f"{unit_line(kappa, what=what, believed='such a Receiver')}. Each table's "
+            "certificate holds, and given the totals they share the tables are independent "
+            "(docs/linked.md)."
         )
     else:
         statement = head + f"the linked tables ({names}) are NOT all certified: no guarantee."
