@@ -171,11 +171,10 @@ def test_moves_connect_a_small_fibre(counts, n_points):
     t = MarginTable(counts, h=3, margins="rows,cols")
     cs = constraint_system(t)
     M = mcmc.markov_moves(cs.A).moves.toarray()
-    pts = [
-        p
-        for p in itertools.product(range(3), repeat=cs.cells.size)
-        if np.array_equal(cs.A @ np.array(p), cs.b)
-    ]
+    # every candidate in [0, 2]^n (itertools.product order), the totals checked in one product
+    grid = np.indices((3,) * cs.cells.size).reshape(cs.cells.size, -1).T
+    ok = np.all((cs.A @ grid.T) == cs.b[:, None], axis=0)
+    pts = [tuple(p) for p in grid[ok].tolist()]
     index = {p: i for i, p in enumerate(pts)}
     seen, stack = {0}, [0]
     while stack:
