@@ -28,6 +28,20 @@ from persuasive.margins.planning import costs, covering_bound, disclosure_loss
 RC = PoissonReceiver(1.0, 10.0)  # B(0) = 10, B(1) = 7.70, B(2) = 6.09
 
 
+#: (table, pattern, kappa) -> the full exact audit certifies the pattern; the audit does not
+#: depend on the objective, so the "count" and "total" cases of a seed share it
+_CERTIFIES: dict[tuple, bool] = {}
+
+
+def _certifies(tt: MarginTable, kappa: float) -> bool:
+    key = (tt.counts.tobytes(), tt.shape, tt.h, tt.suppressed.tobytes(), tt.secondary.tobytes())
+    key += (tuple(map(tuple, tt.margins)), kappa)
+    if key not in _CERTIFIES:
+        w = worst_case_losses(tt, RC)
+        _CERTIFIES[key] = bool(w.all_certified and np.all(w.kappa_upper[tt.suppressed] <= kappa))
+    return _CERTIFIES[key]
+
+
 def _brute(t: MarginTable, kappa: float, objective: str) -> float | None:
     """Cheapest secondary pattern the full exact audit certifies (None: none exists)."""
     free = np.flatnonzero(~t.suppressed.ravel())
@@ -44,8 +58,7 @@ def _brute(t: MarginTable, kappa: float, objective: str) -> float | None:
             sup[list(extra)] = True
             sec = sup & ~t.suppressed.ravel()
             tt = t.with_suppressed(sup.reshape(t.shape), sec.reshape(t.shape))
-            w = worst_case_losses(tt, RC)
-            if w.all_certified and np.all(w.kappa_upper[tt.suppressed] <= kappa):
+            if _certifies(tt, kappa):
                 best = c
     return best
 
