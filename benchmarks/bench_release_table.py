@@ -21,7 +21,9 @@ timed in interleaved rounds (the best of each kept), so that a busy spell of a s
 does not fall on one of them only. A last line gives the fixed cost of a release (parameter
 checks, the data-independent certificate: timed on a 1-row frame), which dominates at small n,
 and another the passes of a release timed alone (the negatives check, the key order of the
-sorted keys, the key table of the shuffled keys, the published column). No asserts.
+sorted keys, the key table of the shuffled keys, the published column; and, when numba is
+available, the compiled kernels of :mod:`persuasive.release.table_kernels` that replace them
+from 2^18 rows). No asserts.
 
 Run: ``python benchmarks/bench_release_table.py [--sizes 1e6,1e7,1e8] [--parquet 1e7]``
 """
@@ -42,7 +44,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from persuasive.classes.receivers import PoissonReceiver
-from persuasive.release import table_cells, table_keys
+from persuasive.release import table_cells, table_kernels, table_keys
 from persuasive.release.tables import release_table
 
 H = 5
@@ -154,7 +156,17 @@ def _parts(
     (_, _, ordered), (_, _, shuffled) = goal_cases
     cells = table_cells.read_cells(ordered, ("cell",), "n")
     shuffled_cells = table_cells.read_cells(shuffled, ("cell",), "n")
-    return {
+    kernel: dict[str, float] = {}
+    if table_kernels.kernels() is not None:
+        k, c = ordered.get_column("cell").to_numpy(), ordered.get_column("n").to_numpy()
+        perm = shuffled.get_column("cell").to_numpy()
+        kernel = {
+            "kernel: published column + order (sorted)": best(
+                lambda: table_kernels.publish(k, c, H), repeats
+            ),
+            "kernel: bit table (shuffled)": best(lambda: table_kernels.distinct(perm), repeats),
+        }
+    return kernel | {
         "negatives": best(lambda: table_cells._no_negative(ordered.get_column("n")), repeats),
         "key order (sorted)": best(
             lambda: table_keys._increasing([ordered.get_column("cell")]), repeats

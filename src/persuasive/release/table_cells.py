@@ -10,7 +10,11 @@ Two paths give the same cells and the same errors:
   comparison pass, duplicates by marking a table over the keys (compact integer keys) or by
   sorting 64-bit row hashes (:mod:`persuasive.release.table_keys`); any failing check hands over
   to the generic path, which names the first failing row. Streaming passes are split across the
-  cores from 2²² rows (:mod:`persuasive.release.table_threads`).
+  cores from 2²² rows (:mod:`persuasive.release.table_threads`);
+* **the compiled path** (:func:`read_published`) — a large polars DataFrame with one Int64 key
+  and an Int64 count: the same checks and the published column in one pass of the kernels of
+  :mod:`persuasive.release.table_kernels` (numba), which hand over to the fast path's checks on
+  a duplicate and to the generic path on any other failing check.
 
 The published count column is a new buffer (:func:`published_column`): a count >= h as it is, a
 suppressed count **0** under a null bit, so no true small count is left behind the published
@@ -31,7 +35,7 @@ from persuasive.files import reading as rd
 from persuasive.release.table_keys import _check_unique, _increasing, _orderable, _sorted_unique
 from persuasive.release.table_threads import _split
 
-__all__ = ["published_column", "read_cells"]
+__all__ = ["published_column", "read_cells", "read_published"]
 
 Source = rd.Source
 
@@ -104,6 +108,77 @@ def read_cells(source: Source, keys: tuple[str, ...], count: str) -> pl.DataFram
     if not stats["sorted"][0]:
         _check_unique(cells, keys)
     return cells
+
+
+def _kernel_cells(
+    source: pl.DataFrame, keys: tuple[str, ...], count: str, h: int
+) -> tuple[pl.DataFrame, pl.DataFrame] | None:
+    """The cells and the published frame of an in-memory frame with one Int64 key and an Int64
+    count, by the compiled kernels of :mod:`persuasive.release.table_kernels` (one pass: the
+    negatives, the key order and the published column; unsorted keys by a bit table). None
+    when the frame is not of this kind, the kernels are unavailable or a count is negative:
+    then the other paths decide and name the first failing row."""
+    from persuasive.release import table_kernels as tk
+
+    n = source.height
+    if len(keys) != 1 or not tk.MIN_ROWS <= n < 2**32 - 1:
+        return None
+    key, c = source.get_column(keys[0]), source.get_column(count)
+    if key.dtype != pl.Int64 or c.dtype != pl.Int64 or key.n_chunks() > 1 or c.n_chunks() > 1:
+        return None
+    if key.null_count() or c.null_count():
+        return None
+    k = key.to_numpy()
+    out = tk.publish(k, c.to_numpy(), h)
+    if out is None:
+        return None
+    negative, increasing, bits, values = out
+    if negative:
+        return None
+    cells = pl.DataFrame([key, c])
+    if not increasing and not tk.distinct(k):
+        _check_unique(cells, keys)  # proves the keys distinct, or names the first duplicate
+    arr = pa.Array.from_buffers(pa.int64(), n, [bits, values])
+    return cells, pl.DataFrame([key, pl.Series(count, arr)])
+
+
+def read_published(
+    source: Source, keys: tuple[str, ...], count: str, h: int
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The cells of a count table and, when the compiled kernels made it in the same pass, its
+    published frame.
+
+    The kernels serve a polars DataFrame of at least
+    :data:`persuasive.release.table_kernels.MIN_ROWS` rows with one Int64 key and an Int64
+    count: such cells are never changed by the grid (one key, no declared levels), so the
+    published frame of the cells as read is the one published.
+
+    Parameters
+    ----------
+    source : Source
+        As for :func:`read_cells`.
+    keys : tuple of str
+        The key columns.
+    count : str
+        The count column.
+    h : int
+        The suppression threshold.
+
+    Returns
+    -------
+    cells : polars.DataFrame
+        What :func:`read_cells` returns.
+    published : polars.DataFrame or None
+        ``published_column(cells, keys, count, h)``, or None when the kernels did not serve
+        the source: then the caller makes it (after the grid, if any).
+    """
+    if isinstance(source, pl.DataFrame):  # given as polars (a converted pandas or Arrow
+        # column may have declared levels, which the grid adds as cells)
+        rd.require(rd.header(source), key=list(keys), count=count)
+        fused = _kernel_cells(source, keys, count, h)
+        if fused is not None:
+            return fused
+    return read_cells(source, keys, count), None
 
 
 def published_column(

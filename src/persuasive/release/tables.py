@@ -41,7 +41,7 @@ from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
 from persuasive.release import display
 from persuasive.release.calibrate import calibrate_threshold
-from persuasive.release.table_cells import published_column, read_cells
+from persuasive.release.table_cells import published_column, read_cells, read_published
 from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
@@ -327,16 +327,21 @@ def release_table(
         )
     params = TableParams(h_, r_, receiver, ks, cnt, target_kappa, absent_)
     body = TABLE_KIND.certify(params)
-    cells = grid.tabulate(source, ks, cnt) if microdata else read_cells(source, ks, cnt)
-    declared = grid.declared_levels(source, ks, cells.schema)
-    # Only zero-filling changes the cells, and the grid of one key without declared levels is
-    # its observed (unique) values, the cells themselves: fill_grid would return them as they
-    # are after counting the distinct keys (a hash pass costing more than the whole release).
-    if absent_ == "zero" and (declared or len(ks) > 1):
-        cells, added = grid.fill_grid(cells, ks, cnt, absent_, declared)
-        if added and microdata:
-            cells = cells.sort(list(ks))
-    published = published_column(cells, ks, cnt, h_)
+    made: pl.DataFrame | None = None
+    if microdata:
+        cells = grid.tabulate(source, ks, cnt)
+    else:  # a large in-memory Int64 table: cells and published column in one compiled pass
+        cells, made = read_published(source, ks, cnt, h_)
+    if made is None:
+        declared = grid.declared_levels(source, ks, cells.schema)
+        # Only zero-filling changes the cells, and the grid of one key without declared levels
+        # is its observed (unique) values, the cells themselves: fill_grid would return them as
+        # they are after counting the distinct keys (a hash pass costing more than the release).
+        if absent_ == "zero" and (declared or len(ks) > 1):
+            cells, added = grid.fill_grid(cells, ks, cnt, absent_, declared)
+            if added and microdata:
+                cells = cells.sort(list(ks))
+    published = published_column(cells, ks, cnt, h_) if made is None else made
     cert = body.certificate
     return display.read_from(
         TableRelease(published, cert, params, cells, r_explicit=r is not None), source
