@@ -20,7 +20,10 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -178,16 +181,14 @@ def margins_args(data: Path, out: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-@pytest.fixture
-def table(tmp_path: Path) -> Path:
-    p = tmp_path / "in.csv"
+def write_table(folder: Path) -> Path:
+    p = folder / "in.csv"
     p.write_text("k,c\n" + "".join(f"k{i:02d},{i % 7}\n" for i in range(30)), encoding="utf-8")
     return p
 
 
-@pytest.fixture
-def grid(tmp_path: Path) -> Path:
-    p = tmp_path / "grid.csv"
+def write_grid(folder: Path) -> Path:
+    p = folder / "grid.csv"
     counts = [1, 2, 9, 2, 1, 8, 7, 6, 12]  # a 2 x 2 suppressed block: nothing disclosed
     cells = [f"{a},{b}" for a in "abc" for b in "xyz"]
     p.write_text(
@@ -195,6 +196,31 @@ def grid(tmp_path: Path) -> Path:
         encoding="utf-8",
     )
     return p
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    return write_table(tmp_path)
+
+
+@pytest.fixture
+def grid(tmp_path: Path) -> Path:
+    return write_grid(tmp_path)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One interrupted release: its folder before, the process, the folder after."""
+
+    before: dict[str, str]
+    proc: subprocess.CompletedProcess[str]
+    after: dict[str, str]
+
+
+def run_in(folder: Path, args: list[str], at: str, sig: str) -> Run:
+    before = snapshot(folder)
+    proc = drive(args, at, sig, folder)
+    return Run(before, proc, snapshot(folder))
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,17 +239,6 @@ TABLE_POINTS = [
 ]
 
 
-@pytest.mark.parametrize(("at", "sig"), TABLE_POINTS, ids=[f"{a}-{s}" for a, s in TABLE_POINTS])
-def test_interrupted_table_release_leaves_nothing(
-    table: Path, tmp_path: Path, at: str, sig: str
-) -> None:
-    before = snapshot(tmp_path)
-    extra = ["--report"] if at == "step:report" else []
-    proc = drive(table_args(table, tmp_path / "out", *extra), at, sig, tmp_path)
-    assert_interrupted(proc, sig, message=sig != "SIGINT")
-    assert snapshot(tmp_path) == before
-
-
 MARGINS_POINTS = [
     ("step:plan and audit", "SIGTERM"),
     ("custodian", "SIGTERM"),
@@ -233,16 +248,46 @@ MARGINS_POINTS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, str], Any]:
+    """The releases interrupted at each deterministic point, each in a folder of its own,
+    snapshotted before and after. The subprocesses are independent and spend most of their
+    second starting Python, so they run a few at a time; each test takes its own result
+    (``.result()`` re-raises whatever went wrong in that run)."""
+    cases: dict[tuple[str, str, str], tuple[Path, list[str], str, str]] = {}
+    for at, sig in TABLE_POINTS:
+        folder = tmp_path_factory.mktemp("table")
+        extra = ["--report"] if at == "step:report" else []
+        args = table_args(write_table(folder), folder / "out", *extra)
+        cases["table", at, sig] = (folder, args, at, sig)
+    for at, sig in MARGINS_POINTS:
+        folder = tmp_path_factory.mktemp("margins")
+        cases["margins", at, sig] = (
+            folder,
+            margins_args(write_grid(folder), folder / "out"),
+            at,
+            sig,
+        )
+    workers = min(4, max(2, os.cpu_count() or 1))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return {key: pool.submit(run_in, *case) for key, case in cases.items()}
+
+
+@pytest.mark.parametrize(("at", "sig"), TABLE_POINTS, ids=[f"{a}-{s}" for a, s in TABLE_POINTS])
+def test_interrupted_table_release_leaves_nothing(interrupted: Any, at: str, sig: str) -> None:
+    run = interrupted["table", at, sig].result()
+    assert_interrupted(run.proc, sig, message=sig != "SIGINT")
+    assert run.after == run.before
+
+
 @pytest.mark.parametrize(("at", "sig"), MARGINS_POINTS, ids=[f"{a}-{s}" for a, s in MARGINS_POINTS])
 def test_interrupted_margins_release_leaves_no_custodian_file(
-    grid: Path, tmp_path: Path, at: str, sig: str
+    interrupted: Any, at: str, sig: str
 ) -> None:
-    before = snapshot(tmp_path)
-    proc = drive(margins_args(grid, tmp_path / "out"), at, sig, tmp_path)
-    assert_interrupted(proc, sig, message=sig != "SIGINT")
-    after = snapshot(tmp_path)
-    assert not [p for p in after if "custodian" in p or "persuasive-tmp" in p]
-    assert after == before
+    run = interrupted["margins", at, sig].result()
+    assert_interrupted(run.proc, sig, message=sig != "SIGINT")
+    assert not [p for p in run.after if "custodian" in p or "persuasive-tmp" in p]
+    assert run.after == run.before
 
 
 @pytest.mark.parametrize("at", ["step:write", "commit"])
