@@ -31,10 +31,11 @@ of its vectors that are no longer than either, plus any valid short cycles.
 visits the colours in a fixed order and updates every move of a colour at once by an exact
 heat-bath step: along the line :math:`y + t m`, :math:`t` is drawn from :math:`\Pi` restricted to
 the feasible segment :math:`\{t : \ell \le y + t m \le u\}` (its law is tabulated for every joint
-state of the move's cells when there are at most ``mcmc_blocks.MAX_TABLE_STATES``, else computed from the log
-weights at each step). Disjoint supports make the simultaneous update equal to the sequential
-one; each update leaves :math:`\Pi` invariant, and neither the moves nor their order depend on
-the state, so every sweep leaves :math:`\Pi` invariant. ``n_chains`` independent chains run in
+state of the move's cells when there are at most ``mcmc_blocks.MAX_TABLE_STATES``, else
+computed from the log weights at each step). Disjoint supports make the simultaneous update
+equal to the sequential one; each update leaves :math:`\Pi` invariant, and neither the moves
+nor their order depend on the state, so every sweep leaves :math:`\Pi` invariant. ``n_chains``
+independent chains run in
 one vectorised state array: chain 0 starts at the true table, the others at vertices of the LP
 relaxation :math:`\{A y = b,\ \ell \le y \le u\}` minimising random linear costs (integral for
 totally unimodular A; the true table when a vertex is fractional or has zero prior weight).
