@@ -89,17 +89,25 @@ def _agree(df: pl.DataFrame, h: int, mp: pytest.MonkeyPatch) -> object:
     return fast
 
 
+@pytest.mark.parametrize("fused_rows", [1 << 25, 0])  # marked in the pass, or after it
 @pytest.mark.parametrize("n", SIZES)
-@pytest.mark.parametrize("order", ["sorted", "shuffled", "offset"])
+@pytest.mark.parametrize("order", ["sorted", "shuffled", "offset", "late"])
 def test_release_with_and_without_kernels_agree(
-    n: int, order: str, kernels_everywhere: None, monkeypatch: pytest.MonkeyPatch
+    n: int,
+    order: str,
+    fused_rows: int,
+    kernels_everywhere: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(tk, "FUSED_ROWS", fused_rows)
     rng = np.random.default_rng(n * 7 + len(order))
     keys = np.arange(n, dtype=np.int64)
     if order == "shuffled":
         keys = rng.permutation(keys)
     if order == "offset":  # outside the direct bit table: the exact paths prove them distinct
         keys = rng.permutation(keys) * 3 - 5
+    if order == "late":  # sorted over the leading block, not after it (marked after the pass)
+        keys[n // 2 :] = rng.permutation(keys[n // 2 :])
     counts = rng.poisson(4.0, n).astype(np.int64)
     counts[rng.random(n) < 0.01] = BIG
     df = pl.DataFrame({"cell": keys, "n": counts})
@@ -107,11 +115,17 @@ def test_release_with_and_without_kernels_agree(
         assert not isinstance(_agree(df, h, monkeypatch), str)
 
 
+@pytest.mark.parametrize("fused_rows", [1 << 25, 0])
 @pytest.mark.parametrize("defect", ["negative", "duplicate", "adjacent", "null key", "null n"])
 @pytest.mark.parametrize("n", [65, 65537, 131073])
 def test_errors_are_those_of_the_numpy_path(
-    defect: str, n: int, kernels_everywhere: None, monkeypatch: pytest.MonkeyPatch
+    defect: str,
+    n: int,
+    fused_rows: int,
+    kernels_everywhere: None,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(tk, "FUSED_ROWS", fused_rows)
     rng = np.random.default_rng(n)
     keys = rng.permutation(n).astype(np.int64)
     counts = rng.poisson(6.0, n).astype(np.int64)
@@ -165,6 +179,44 @@ def test_kernels_against_numpy(n: int, byte_rows: int, monkeypatch: pytest.Monke
     assert tk.distinct(np.full(n, BIG, dtype=np.int64)) is None
 
 
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 1000, 65537, 200_003])
+def test_fused_marking_against_numpy(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """publish_distinct: the published column of publish, and "distinct" exactly when the keys
+    are distinct and all in the table (0..n + n // 8), whatever the split into thread parts."""
+    rng = np.random.default_rng(n + 11)
+    counts = rng.integers(-3, 20, n).astype(np.int64)
+    slots = n + n // 8 + 1
+    top = -(-slots // 64) * 64 - 1  # the last slot of the table's words
+    perm = rng.permutation(n).astype(np.int64)
+    cases = {"permutation": perm, "spread": rng.choice(slots, n, replace=False).astype(np.int64)}
+    if n > 1:
+        dup = perm.copy()
+        dup[-1] = dup[0]
+        cases["duplicate"] = dup
+        across = perm.copy()  # the same key in the first and the last thread part
+        across[0], across[-1] = across[-1], across[-1]
+        cases["duplicate across parts"] = across
+    cases["negative key"] = np.where(perm == perm[n // 2], -1, perm)
+    cases["beyond the table"] = np.where(perm == perm[-1], top + 1, perm)
+    cases["last slot"] = np.where(perm == perm[0], top, perm)
+    for rows in (1 << 16, 1 << 40):  # several parts (threads), one part
+        monkeypatch.setattr(tk, "_PARALLEL_ROWS", rows)
+        for name, keys in cases.items():
+            out = tk.publish_distinct(keys, counts, 5)
+            assert out is not None
+            negative, proved, bits, data = out
+            assert negative == bool((counts < 0).any())
+            in_table = bool(((keys >= 0) & (keys <= top)).all())
+            truly = in_table and np.unique(keys).size == n
+            assert proved == truly, name
+            packed = np.packbits(counts >= 5, bitorder="little")
+            raw = np.frombuffer(bits, dtype=np.uint8)
+            np.testing.assert_array_equal(raw[: packed.size], packed)
+            assert not raw[packed.size :].any()
+            values = np.frombuffer(data, dtype=np.int64)
+            np.testing.assert_array_equal(values, np.where(counts >= 5, counts, 0))
+
+
 @pytest.mark.parametrize("how", ["import", "compile"])
 def test_fallback_when_numba_is_unavailable(how: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """numba missing, or failing to compile (e.g. a cache it cannot write): the numpy/polars
@@ -211,3 +263,43 @@ def test_small_releases_and_the_cli_start_up_do_not_import_numba() -> None:
         check=True,
     )
     assert "numba" not in out.stderr
+
+
+def test_kernels_without_prefetching_give_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An LLVM that does not know ``llvm.prefetch``: the kernels compile without it (the marking
+    then gives the same answers) instead of falling back to the numpy path."""
+    import numba
+
+    def unknown() -> object:
+        raise RuntimeError("unknown intrinsic")
+
+    with_prefetch = tk.kernels()
+    monkeypatch.setattr(tk, "_prefetch", unknown)
+    plain = tk._compile()
+    rng = np.random.default_rng(5)
+    for keys in (rng.permutation(5000).astype(np.int64), np.full(5000, 7, dtype=np.int64)):
+        words = -(-(keys.size + keys.size // 8 + 1) // 64)
+        a, b = np.zeros(words, np.uint64), np.zeros(words, np.uint64)
+        assert plain[2](keys, a) == with_prefetch[2](keys, b)
+        np.testing.assert_array_equal(a, b)
+    assert isinstance(plain[2], numba.core.registry.CPUDispatcher)
+
+
+def test_certificates_are_computed_once_per_claim_and_never_shared() -> None:
+    """The certificate is data-independent and cached by claim; each release gets its own
+    dicts, and every claim (1 and 1.0 as the target κ are two) the certificate computed afresh."""
+    from persuasive.release import tables
+    from persuasive.report.kinds.table import KIND, TableParams
+
+    df = pl.DataFrame({"cell": [1, 2, 3], "n": [1, 7, 9]})
+    one = release_table(df, keys="cell", count="n", h=5, receiver=RECEIVER, target_kappa=1)
+    two = release_table(df, keys="cell", count="n", h=5, receiver=RECEIVER, target_kappa=1)
+    assert one.certificate == two.certificate
+    assert one.certificate.definition is not two.certificate.definition
+    one.certificate.definition["priors"]["alpha"] = 0.0  # a user's edit stays in its release
+    assert two.certificate.definition["priors"]["alpha"] == RECEIVER.alpha(5)
+    three = release_table(df, keys="cell", count="n", h=5, receiver=RECEIVER, target_kappa=1.0)
+    for rel, kappa in ((two, 1), (three, 1.0)):
+        params = TableParams(5, 5, RECEIVER, ("cell",), "n", kappa, "zero")
+        assert rel.certificate == KIND.certify(params).certificate
+    assert len(tables._certified) <= tables._CACHED

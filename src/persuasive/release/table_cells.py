@@ -128,15 +128,19 @@ def _kernel_cells(
         return None
     if key.null_count() or c.null_count():
         return None
-    k = key.to_numpy()
-    out = tk.publish(k, c.to_numpy(), h)
+    k, v = key.to_numpy(), c.to_numpy()
+    # Keys that are not sorted are most often so from the first rows: then they are marked in
+    # the pass of the published column (up to FUSED_ROWS), else after it.
+    leading = tk.kernels() is not None and tk.descends(k[: min(n, 1 << 16)])
+    fused = leading and n <= tk.FUSED_ROWS
+    out = tk.publish_distinct(k, v, h) if fused else tk.publish(k, v, h)
     if out is None:
         return None
-    negative, increasing, bits, values = out
+    negative, ordered, bits, values = out  # ordered: distinct (fused), increasing (else)
     if negative:
         return None
     cells = pl.DataFrame([key, c])
-    if not increasing and not tk.distinct(k):
+    if not ordered and (fused or not tk.distinct(k)):
         _check_unique(cells, keys)  # proves the keys distinct, or names the first duplicate
     arr = pa.Array.from_buffers(pa.int64(), n, [bits, values])
     return cells, pl.DataFrame([key, pl.Series(count, arr)])
