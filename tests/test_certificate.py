@@ -118,15 +118,21 @@ def test_document_fields_against_prop8_closed_form(table_doc: dict[str, Any]) ->
     assert (doc["publication"]["cells"], doc["publication"]["suppressed"]) == (5, 2)
 
 
-def test_publication_hash_is_the_sha256_of_the_published_file(tmp_path: Path) -> None:
+def test_publication_hash_is_the_digest_of_the_published_rows(tmp_path: Path) -> None:
+    """A table is bound by the digest of its rows (persuasive.files.table_digest), computed here
+    from the file's bytes: one chunk is the SHA-256 of the file's lines after the header."""
     out = tmp_path / "out"
     doc = _publish(_table([0, 3, 7, 12, 40]), out)
     (entry,) = doc["publication"]["files"]
     raw = (out / "released.csv").read_bytes()
+    body = raw.split(b"\n", 1)[1]
+    columns = [["area", "String"], ["n", "Int64"]]
+    h = hashlib.sha256(b"persuasive table digest 1\n")
+    h.update(json.dumps(columns, separators=(",", ":")).encode() + b"\n5\n")
+    h.update(hashlib.sha256(body).digest())
     assert entry == {
         "name": "released.csv",
-        "sha256": hashlib.sha256(raw).hexdigest(),
-        "bytes": len(raw),
+        "table": {"rows": 5, "chunk_rows": 65536, "columns": columns, "sha256": h.hexdigest()},
     }
 
 

@@ -576,7 +576,9 @@ def test_suppressed_cell_filled_back_in_is_named(tmp_path: Path) -> None:
     assert cli.exit_code == 1
     lines = [x for x in cli.stdout.splitlines() if x.startswith("mismatch: ")]
     assert any("k='b'" in x and "below h = 5" in x for x in lines), cli.stdout
-    assert any(x.startswith("mismatch: publication.files[released.csv].sha256") for x in lines)
+    assert any(
+        x.startswith("mismatch: publication.files[released.csv].table.sha256") for x in lines
+    )
     assert any(x.startswith("mismatch: publication.suppressed") for x in lines)
     # a tamperer who also restates the publication section is caught by the check itself
     from persuasive.report.kinds import file_facts

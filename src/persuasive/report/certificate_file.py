@@ -98,6 +98,12 @@ def check_format(doc: Mapping[str, Any], source: str) -> None:
 _SUFFIXES = (".csv", ".parquet", ".pq", ".json")
 
 
+def _dataset(path: Path) -> bool:
+    """A dataset folder: a folder named like a table file (``released.csv/``), holding its
+    part files (:func:`persuasive.files.table_digest.dataset_parts`)."""
+    return path.is_dir() and path.suffix.lower() in (".csv", ".parquet", ".pq")
+
+
 def locate_publication(
     stems: Sequence[str],
     published: str | os.PathLike[str] | Sequence[Any],
@@ -109,9 +115,10 @@ def locate_publication(
     items = [published] if isinstance(published, (str, os.PathLike)) else list(published)
     candidates: list[Path] = []
     for item in map(Path, items):
-        if item.is_dir():
-            candidates += [p for p in sorted(item.iterdir()) if p.is_file()]
-        elif item.is_file():
+        if item.is_dir() and not _dataset(item):
+            # files, and dataset folders of part files (a table written by Spark)
+            candidates += [p for p in sorted(item.iterdir()) if p.is_file() or _dataset(p)]
+        elif item.is_file() or _dataset(item):
             candidates.append(item)
         else:
             raise ValidationError(f"--published '{item}' not found")
@@ -139,7 +146,7 @@ def publication_beside(path: str | os.PathLike[str]) -> Path | None:
         return None
     folder = Path(path).parent
     names = published_names(doc)
-    if names and all((folder / n).is_file() for n in names):
+    if names and all((folder / n).is_file() or _dataset(folder / n) for n in names):
         return folder
     return None
 

@@ -98,7 +98,12 @@ def certificate_section(doc: Mapping[str, Any]) -> Section:
                 else "no: an upper bound (the worst case may be smaller)",
             ),
             ("proof", proof_words(str(g["basis"]))),
-            *[(f"SHA-256 of {f['name']}", str(f["sha256"])) for f in files],
+            *[
+                (f"SHA-256 of the rows of {f['name']}", str(f["table"]["sha256"]))
+                if isinstance(f.get("table"), dict)
+                else (f"SHA-256 of {f['name']}", str(f.get("sha256")))
+                for f in files
+            ],
             ("digest", str(doc["digest"])),
             ("library", f"{doc['library']['name']} {doc['library']['version']}"),
             ("check it", "persuasive verify certificate.json --published ."),

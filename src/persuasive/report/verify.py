@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,27 @@ def recompute(
         version=version,
         extra=body.extra,
     )
+
+
+def _stated_form(publication: Publication, stated: Any) -> Publication:
+    """The publication with each file entry in the form the certificate states it: a table
+    written before tables were bound by the digest of their rows
+    (:mod:`persuasive.files.table_digest`) is bound by the SHA-256 and size of its one file,
+    which are recomputed instead (both forms bind the file)."""
+    entries = stated.get("files") if isinstance(stated, dict) else None
+    old = {
+        e.get("name")
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, dict)
+        and set(e) == {"name", "sha256", "bytes"}
+        and isinstance(e["name"], str)
+    }
+    keep = {
+        n: e
+        for n, e in publication.entries.items()
+        if n not in old or not publication.files[n].is_file()
+    }
+    return publication if keep == publication.entries else replace(publication, entries=keep)
 
 
 def _label(path: str, index: int, entry: Any) -> str | None:
@@ -172,6 +194,7 @@ def _verify(
             publication = Publication(
                 files, {}, [f"publication: cannot be read as the claim states: {first}"]
             )
+        publication = _stated_form(publication, doc.get("publication"))
         out += publication.problems
     elif kind.needs_publication:
         raise ValidationError(

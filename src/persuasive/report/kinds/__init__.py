@@ -73,10 +73,14 @@ class Publication:
     facts: dict[str, Any]
     problems: list[str] = field(default_factory=list)
     payload: Any = None
+    #: The entry of a file in ``publication.files`` where it is not :func:`file_facts` (the
+    #: digest of a table's content: :mod:`persuasive.files.table_digest`).
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def section(self) -> dict[str, Any]:
         """The certificate's ``publication`` section."""
-        return {"files": [file_facts(n, p) for n, p in sorted(self.files.items())], **self.facts}
+        files = [self.entries.get(n) or file_facts(n, p) for n, p in sorted(self.files.items())]
+        return {"files": files, **self.facts}
 
 
 def certified(cert: Any, statement: str, notes: list[str] | None = None) -> Body:

@@ -214,10 +214,11 @@ class TableKind:
         return certified(cert, statement, notes)
 
     def read_publication(self, p: TableParams, files: Mapping[str, Path]) -> Publication:
-        from persuasive.files.reading import ROW, count_checks, count_expr, scan
+        from persuasive.files.reading import ROW, count_checks, count_expr
+        from persuasive.files.table_digest import scan_published
 
         name, path = one_file(files, "released")
-        frame = scan(path, text=[*p.keys, p.count], role="published table")
+        frame = scan_published(path, text=[*p.keys, p.count], role="published table")
         schema = frame.collect_schema()
         want = [*p.keys, p.count]
         if list(schema.names()) != want:
@@ -282,7 +283,20 @@ class TableKind:
                 "levels, but the claim states that absent combinations are counts of zero "
                 "(claim.absent = 'zero'): each must be published as a cell"
             )
-        return Publication({name: path}, facts, problems)
+        entry = {"name": name, "table": _digest(frame, p, counts)}
+        return Publication({name: path}, facts, problems, entries={name: entry})
+
+
+def _digest(frame: pl.LazyFrame, p: TableParams, counts: pl.Expr) -> dict[str, Any] | None:
+    """The digest of the published table as read (keys as written, the count as Int64): the
+    same whether one file or a folder of part files holds it
+    (:mod:`persuasive.files.table_digest`)."""
+    from persuasive.files.table_digest import digest_lazy
+
+    try:
+        return digest_lazy(frame.select(*p.keys, counts))
+    except pl.exceptions.PolarsError:
+        return None
 
 
 KIND = TableKind()
