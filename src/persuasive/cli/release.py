@@ -213,6 +213,23 @@ def table_cmd(
             "(docs/margins_apriori.md).",
         ),
     ] = None,
+    engine: Annotated[
+        str | None,
+        opt(
+            "--engine",
+            "Where the table is read and suppressed: polars (in memory, default), streaming "
+            "(out of core, bounded memory) or spark (Apache Spark); the same published rows "
+            "and certificate from each (docs/scale.md).",
+        ),
+    ] = None,
+    spark_master: Annotated[
+        str | None,
+        opt(
+            "--spark-master",
+            "With --engine spark: the master URL, e.g. local[2] or spark://host:7077 "
+            "(default local[*]).",
+        ),
+    ] = None,
 ) -> None:
     """Suppress the cells below h of a count table and certify it (Prop 8).
 
@@ -248,7 +265,19 @@ def table_cmd(
         raise ValidationError(
             f"{which} needs --margins (it is about a table published with its totals)"
         )
+    from persuasive.release.table_request import check_engine
+
+    engine = "polars" if engine is None else check_engine(engine, None, option="--engine")
+    if spark_master is not None and engine != "spark":
+        raise ValidationError(f"--spark-master needs --engine spark; got --engine {engine}")
+    if spark_master is not None and not spark_master.strip():
+        raise ValidationError("--spark-master must be a master URL, e.g. local[2]; got ''")
     planner = (objective, bound, method, mip_time_limit)
+    if engine != "polars" and (margins is not None or any(o is not None for o in planner)):
+        raise ValidationError(
+            f"--engine {engine} releases a table without margins; a table with --margins is "
+            "released in memory (--engine polars)"
+        )
     if margins is not None or any(o is not None for o in planner):
         from persuasive.cli.margins import run_margins
 
@@ -305,6 +334,8 @@ def table_cmd(
             target_kappa=target_kappa,
             microdata=microdata,
             absent=absent,
+            engine=engine,
+            spark=spark_master,
         )
         s = release.summary()
         rows = [

@@ -12,7 +12,10 @@ what differs, through :class:`Release`:
 ``report(document, target_kappa)``
     The report's content (:class:`persuasive.report.content.ReportContent`).
 ``expected(name)``
-    What a published file must read back as (a polars frame), to prove it was written exactly.
+    What a published file must read back as, to prove it was written exactly: a polars frame,
+    a JSON document, or the digest of a table's rows (``{"rows", "chunk_rows", "columns",
+    "sha256"}``, :mod:`persuasive.files.table_digest`) for a table that stays on disk or in
+    Spark; None: not checked.
 
 Everything else lives here, once: the output folder (atomic, private while written, signals
 cleaned up, the ``--force`` guard: :class:`persuasive.files.output.OutputFolder`), writing the
@@ -188,10 +191,47 @@ def _check_written(release: Release, files: Mapping[str, Path]) -> None:
                     f"{name} does not read back as released (schema {dict(got.schema)} vs "
                     f"{dict(want.schema)}); nothing is published"
                 )
+        elif is_digest(want):
+            back = _digest_back(path, want)
+            if back != want:
+                raise InternalError(
+                    f"{name} does not read back as released (the digest of its rows differs: "
+                    f"{back.get('rows')} rows read, {want.get('rows')} released); nothing is "
+                    "published"
+                )
         else:
             doc, _ = loads(path.read_text(encoding="utf-8"), source=name)
             if doc != want:
                 raise InternalError(f"{name} does not read back as released; nothing is published")
+
+
+def is_digest(value: object) -> bool:
+    """Whether ``value`` is the digest of a table
+    (:func:`persuasive.files.table_digest.combine`)."""
+    return isinstance(value, dict) and set(value) == {"rows", "chunk_rows", "columns", "sha256"}
+
+
+def _digest_back(path: Path, want: Mapping[str, Any]) -> dict[str, Any]:
+    """The digest of a written table (a file or a folder of part files), its columns read in
+    the types the digest states (CSV text is parsed exactly: the count as Int64)."""
+    from persuasive.files import parsing
+    from persuasive.files.table_digest import digest_lazy, scan_published
+
+    names = [c[0] for c in want["columns"]]
+    frame = scan_published(path, text=names)
+    schema = frame.collect_schema()
+    exprs = []
+    for name, dtype in want["columns"]:
+        if str(schema.get(name)) == dtype:
+            exprs.append(pl.col(name))
+        elif schema.get(name) == pl.String and dtype == "Int64":
+            exprs.append(parsing.count_expr(name, pl.String()))
+        else:
+            raise InternalError(f"{path.name}: column {name!r} reads as {schema.get(name)}")
+    try:
+        return digest_lazy(frame.select(exprs))
+    except pl.exceptions.PolarsError as exc:
+        raise InternalError(f"{path.name} does not read back: {exc}") from None
 
 
 # --------------------------------------------------------------------------------------------

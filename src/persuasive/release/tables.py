@@ -50,6 +50,7 @@ from persuasive.files import reading as rd
 from persuasive.release import display
 from persuasive.release.calibrate import calibrate_threshold
 from persuasive.release.table_cells import published_column, read_cells, read_published
+from persuasive.release.table_request import TableRequest, check_engine
 from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
@@ -270,7 +271,9 @@ def release_table(
     microdata: bool = False,
     absent: str = "zero",
     weight: str | None = None,
-) -> TableRelease:
+    engine: str | None = None,
+    spark: Any = None,
+) -> Any:
     r"""Suppress every cell below h and certify the release by Prop 8 (Bon et al. 2026).
 
     .. math:: T_i = x_i \ \text{if}\ x_i \ge h, \ \text{missing otherwise};\qquad
@@ -310,10 +313,20 @@ def release_table(
     weight : str, optional
         Refused: Prop 8 certifies counts of records, and a weighted total is not one
         (:func:`persuasive.release.grid.refuse_weight`).
+    engine : {"polars", "streaming", "spark"}, optional
+        Where the cells are read and suppressed (:mod:`persuasive.release.table_request`):
+        in memory (default), streamed out of core on one machine, or on Apache Spark (the
+        default for a ``pyspark.sql.DataFrame``). The same published rows, errors and
+        certificate from each (``docs/scale.md``).
+    spark : SparkSession or str, optional
+        With ``engine="spark"``: the session to use, or the master URL of one to start
+        (default ``local[*]``, or the session already active).
 
     Returns
     -------
     TableRelease
+        (with ``engine="streaming"`` or ``"spark"``, a release of the same protocol whose
+        published table stays on disk or in Spark)
 
     Raises
     ------
@@ -368,6 +381,23 @@ def release_table(
         )
     params = TableParams(h_, r_, receiver, ks, cnt, target_kappa, absent_)
     cert = _certificate(params)
+    engine_ = check_engine(engine, source)
+    if engine_ != "polars":
+        request = TableRequest(
+            source, ks, cnt, h_, r_, r is not None, receiver, target_kappa, absent_,
+            microdata, params, cert,
+        )  # fmt: skip
+        if engine_ == "spark":
+            from persuasive.spark.table import release_table_spark
+
+            return release_table_spark(request, spark=spark)
+        if spark is not None:
+            raise ValidationError(f"spark is for engine='spark'; got engine={engine_!r}")
+        from persuasive.release.streaming import release_table_streaming
+
+        return release_table_streaming(request)
+    if spark is not None:
+        raise ValidationError("spark is for engine='spark'; got engine='polars'")
     made: pl.DataFrame | None = None
     if microdata:
         cells = grid.tabulate(source, ks, cnt)
