@@ -66,7 +66,7 @@ def test_table_report_files_sentence_and_images(tmp_path: Path) -> None:
     assert len(images) == 3 and html.count("<img") == 3
     assert all(base64.b64decode(data).startswith(PNG) for data in images)
     assert "http://" not in html and "https://" not in html and "<link" not in html
-    for word in ("Bon et al. 2026, Proposition 8", "SHA-256 of released.csv", "digest"):
+    for word in ("Bon et al. 2026, Proposition 8", "SHA-256 of the rows of released.csv", "digest"):
         assert word in html
     for word in ("imagesLoaded", "imagesTotal"):
         assert word in html
