@@ -164,6 +164,6 @@ def check_unique(
         return "parts"
     key_text = ", ".join(f"{k}={dup[k]!r}" for k in keys)
     raise ValidationError(
-        f"duplicated key ({key_text}) at rows {dup['a'] + 1} and {dup['b'] + 1}; each cell "  # type: ignore[operator]
+        f"duplicated key ({key_text}) at rows {dup['a'] + 1} and {dup['b'] + 1}; each cell "
         "must appear once: aggregate (sum) or drop the duplicates"
     )
