@@ -214,6 +214,7 @@ class TableKind:
         return certified(cert, statement, notes)
 
     def read_publication(self, p: TableParams, files: Mapping[str, Path]) -> Publication:
+        from persuasive.files.key_stream import increasing
         from persuasive.files.reading import ROW, count_checks, count_expr
         from persuasive.files.table_digest import scan_published
 
@@ -236,12 +237,16 @@ class TableKind:
         counts = count_expr(p.count, dtype)
         raw = frame.with_row_index(ROW)
         key = pl.struct(list(p.keys)) if len(p.keys) > 1 else pl.col(p.keys[0])
+        several = len(p.keys) > 1  # one key: its levels are the cells themselves
         stats = (
             raw.select(
                 pl.len().alias("n"),
                 pl.col(p.count).is_null().sum().alias("suppressed"),
-                key.n_unique().alias("unique"),
-                *(pl.col(k).n_unique().alias(f"levels{i}") for i, k in enumerate(p.keys)),
+                *(
+                    pl.col(k).n_unique().alias(f"levels{i}")
+                    for i, k in enumerate(p.keys)
+                    if several
+                ),
                 pl.col(ROW).filter(counts.is_not_null() & (counts < p.h)).first().alias("below"),
                 *(
                     pl.col(ROW)
@@ -253,6 +258,12 @@ class TableKind:
             )
             .collect()
             .row(0, named=True)
+        )
+        # Sorted keys are proved distinct in a stream; others are counted in memory.
+        stats["unique"] = (
+            stats["n"]
+            if increasing(frame, p.keys)
+            else int(frame.select(key.n_unique()).collect().item())
         )
         if stats["below"] is not None:
             row = raw.filter(pl.col(ROW) == stats["below"]).collect().row(0, named=True)
@@ -273,7 +284,11 @@ class TableKind:
                 f"publication: {stats['n'] - stats['unique']} key(s) appear more than once"
             )
         facts = {"cells": int(stats["n"]), "suppressed": int(stats["suppressed"])}
-        grid = math.prod(int(stats[f"levels{i}"]) for i in range(len(p.keys)))
+        grid = (
+            math.prod(int(stats[f"levels{i}"]) for i in range(len(p.keys)))
+            if several
+            else int(stats["unique"])
+        )
         absent = grid - int(stats["n"]) if stats["unique"] == stats["n"] else 0
         if p.absent == "structural":
             facts["structural_cells"] = absent
