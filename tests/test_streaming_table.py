@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -351,3 +352,45 @@ def test_sigterm_leaves_no_temporary_folder(tmp_path: Path, at: str) -> None:
     assert proc.returncode == 143, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("error: interrupted"), proc.stderr
     assert list(parent.iterdir()) == []
+
+
+TYPED = {
+    "negative int keys": pl.DataFrame({"k": [-5, 3, -1], "c": [1, 7, 9]}),
+    "date keys": pl.DataFrame({"k": [date(2020, 1, 3), date(2019, 1, 1)], "c": [1, 7]}),
+    "float keys": pl.DataFrame({"k": [1.5, 0.1, 1e20], "c": [1, 7, 9]}),
+    "float counts": pl.DataFrame({"k": ["a", "b"], "c": [3.0, 9.0]}),
+    "uint64 counts": pl.DataFrame(
+        {"k": ["a", "b"], "c": [3, MAX]}, schema={"k": pl.String, "c": pl.UInt64}
+    ),
+}
+
+
+@pytest.mark.parametrize("out", ["csv", "parquet"])
+@pytest.mark.parametrize("case", sorted(TYPED))
+def test_typed_parquet_columns(tmp_path: Path, case: str, out: str) -> None:
+    path = tmp_path / "in.parquet"
+    TYPED[case].write_parquet(path)
+    a, b, mem, stream = both(path, tmp_path, out)
+    assert_same(a, b, out, mem, stream)
+
+
+BAD_PARQUET = {
+    "fractional": pl.DataFrame({"k": ["a", "b", "c"], "c": [1.0, 2.5, 3.5]}),
+    "nan": pl.DataFrame({"k": ["a", "b"], "c": [1.0, float("nan")]}),
+    "infinite": pl.DataFrame({"k": ["a", "b"], "c": [1.0, float("inf")]}),
+    "above 2^63-1": pl.DataFrame(
+        {"k": ["a", "b"], "c": [1, 2**63]}, schema={"k": pl.String, "c": pl.UInt64}
+    ),
+    "negative int32": pl.DataFrame(
+        {"k": [1, 2], "c": [4, -2]}, schema={"k": pl.Int64, "c": pl.Int32}
+    ),
+    "null key": pl.DataFrame({"k": [1, None], "c": [4, 2]}),
+    "text counts": pl.DataFrame({"k": [1, 2], "c": ["4", "x"]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PARQUET))
+def test_bad_parquet_same_message(tmp_path: Path, case: str) -> None:
+    path = tmp_path / "bad.parquet"
+    BAD_PARQUET[case].write_parquet(path)
+    same_error(path)
