@@ -394,3 +394,78 @@ def test_bad_parquet_same_message(tmp_path: Path, case: str) -> None:
     path = tmp_path / "bad.parquet"
     BAD_PARQUET[case].write_parquet(path)
     same_error(path)
+
+
+# ------------------------------------------------------------------------ publication statistics
+def _in_memory_stats(frame: pl.LazyFrame, keys: list[str], count: str, h: int) -> dict[str, Any]:
+    """The statistics query of ``TableKind.read_publication`` (the oracle), in memory."""
+    from persuasive.files.reading import ROW, count_checks, count_expr
+
+    dtype = frame.collect_schema()[count]
+    checks = [c for c in count_checks(count, dtype) if "missing" not in c.message]
+    counts = count_expr(count, dtype)
+    raw = frame.with_row_index(ROW)
+    key = pl.struct(keys) if len(keys) > 1 else pl.col(keys[0])
+    return (
+        raw.select(
+            pl.len().alias("n"),
+            pl.col(count).is_null().sum().alias("suppressed"),
+            key.n_unique().alias("unique"),
+            *(pl.col(k).n_unique().alias(f"levels{i}") for i, k in enumerate(keys)),
+            pl.col(ROW).filter(counts.is_not_null() & (counts < h)).first().alias("below"),
+            *(
+                pl.col(ROW).filter(c.fails & pl.col(count).is_not_null()).first().alias(f"bad{i}")
+                for i, c in enumerate(checks)
+            ),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+
+
+PUBLISHED = {
+    "good text": "k,c\nb,\na,7\nc,9\n",
+    "shown below h": "k,c\na,7\nb,3\nc,2\n",
+    "bad counts": "k,c\na,7\nb,x\nc,-1\nd,4.0\n",
+    "duplicates": "k,c\na,7\nb,\na,\nb,8\nc,9\n",
+    "sorted": "k,c\na,7\nb,\nc,9\n",
+    "two keys": "k,j,c\na,1,7\na,2,\nb,1,9\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(PUBLISHED))
+@pytest.mark.parametrize("budget", [None, 64])
+def test_publication_stats_as_read_publication(
+    tmp_path: Path, case: str, budget: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from persuasive.files.reading import count_checks, scan
+    from persuasive.release.stream_publication import publication_stats
+
+    if budget is not None:
+        monkeypatch.setattr(stream_keys, "MEMORY_BUDGET", budget)
+    path = tmp_path / "released.csv"
+    path.write_text(PUBLISHED[case], encoding="utf-8")
+    keys = ["k", "j"] if case == "two keys" else ["k"]
+    frame = scan(path, text=[*keys, "c"])
+    checks = [ch for ch in count_checks("c", pl.String()) if "missing" not in ch.message]
+    assert publication_stats(frame, keys, "c", 5, checks) == _in_memory_stats(frame, keys, "c", 5)
+
+
+def test_publication_stats_of_a_streamed_release(tmp_path: Path) -> None:
+    from persuasive.files.reading import count_checks, scan
+    from persuasive.release.stream_publication import publication_stats
+
+    rng = np.random.default_rng(5)
+    n = 50_000
+    pl.DataFrame({"k": rng.permutation(n), "c": rng.integers(0, 9, n)}).write_parquet(
+        tmp_path / "in.parquet"
+    )
+    rel = release_table(
+        tmp_path / "in.parquet", keys="k", count="c", h=5, receiver=RECEIVER, engine="streaming"
+    )
+    rel.write(tmp_path / "rel", format="parquet")
+    frame = scan(tmp_path / "rel" / "released.parquet")
+    checks = [ch for ch in count_checks("c", pl.Int64()) if "missing" not in ch.message]
+    got = publication_stats(frame, ["k"], "c", 5, checks)
+    assert got == _in_memory_stats(frame, ["k"], "c", 5)
+    assert got["n"] == n and got["below"] is None
