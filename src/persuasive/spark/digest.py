@@ -21,19 +21,33 @@ from persuasive.files import table_digest as td
 
 __all__ = ["digest_spark", "partition_rows"]
 
-_PART = "__persuasive_part__"
-
 #: What a partition returns, one row each: a chunk hash (``kind`` 0), the lines of a piece of
-#: a shared chunk starting at row ``start`` (1), or the polars types of the table (2).
+#: a shared chunk starting at row ``start`` (1), the polars types of the table (2), or that
+#: the partition is not the one counted (3).
 _OUT = "kind int, chunk long, start long, data binary"
 
 
+def _count(batches: Iterator[Any]) -> Iterator[Any]:
+    """A partition's index and number of rows."""
+    import pyarrow as pa
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    rows = sum(b.num_rows for b in batches)
+    part = ctx.partitionId() if ctx is not None else 0
+    schema = pa.schema([("p", pa.int32()), ("n", pa.int64())])
+    yield pa.RecordBatch.from_pydict({"p": [part], "n": [rows]}, schema=schema)
+
+
 def partition_rows(frame: Any) -> dict[int, int]:
-    """The number of rows of each non-empty partition of ``frame`` (one aggregation job)."""
+    """The number of rows of each partition of ``frame`` (one job, on no column: a Parquet
+    scan reads only its footers). The partitions are those a ``mapInArrow`` on ``frame``
+    runs on (Spark's ``spark_partition_id()`` is evaluated on the driver for a frame made
+    from local data, which is then split in several partitions)."""
     from pyspark.sql import functions as F
 
-    got = frame.groupBy(F.spark_partition_id().alias("p")).count().collect()
-    return {int(g["p"]): int(g["count"]) for g in got}
+    got = frame.select(F.lit(0).alias("z")).mapInArrow(_count, "p int, n long").collect()
+    return {int(g["p"]): int(g["n"]) for g in got if g["n"]}
 
 
 def offsets_of(counts: Mapping[int, int]) -> dict[int, int]:
@@ -65,7 +79,10 @@ def _hasher(
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import polars as pl
+        from pyspark import TaskContext
 
+        ctx = TaskContext.get()
+        part = ctx.partitionId() if ctx is not None else 0
         first = pos = end = -1  # the partition's first row, the next row's, its end
         j = -1  # the chunk being read: its index, hasher (whole chunks) or lines (shared)
         whole, piece_start = False, -1
@@ -77,13 +94,15 @@ def _hasher(
             frame = pl.from_arrow(batch)
             assert isinstance(frame, pl.DataFrame)
             if first < 0:
-                part = int(frame.get_column(_PART)[0])
+                if part not in offsets:
+                    yield _record(3, part, -1, b"")  # the partitions differ between jobs
+                    return
                 first = pos = offsets[part]
                 end = first + counts[part]
-                yield _record(
-                    2, -1, -1, json.dumps(td.columns_of(frame.drop(_PART).schema)).encode()
-                )
-            frame = frame.drop(_PART)
+                yield _record(2, -1, -1, json.dumps(td.columns_of(frame.schema)).encode())
+            if pos + frame.height > end:
+                yield _record(3, part, -1, b"")
+                return
             at = 0
             while at < frame.height:
                 if pos // chunk_rows != j:
@@ -104,6 +123,8 @@ def _hasher(
                     else:
                         yield _record(1, j, piece_start, bytes(piece))
                     j = -1
+        if pos != end:
+            yield _record(3, part, -1, b"")
 
     return run
 
@@ -122,14 +143,16 @@ def digest_spark(frame: Any, chunk_rows: int | None = None) -> dict[str, Any]:
         digest's definition fixes; another value is for tests of the chunking, and is then
         also the value ``td.CHUNK_ROWS`` must have in the driver for :func:`combine`).
     """
-    from pyspark.sql import functions as F
-
     size = td.CHUNK_ROWS if chunk_rows is None else int(chunk_rows)
-    tagged = frame.withColumn(_PART, F.spark_partition_id())
     counts = partition_rows(frame)
     offsets = offsets_of(counts)
     rows = sum(counts.values())
-    got = tagged.mapInArrow(_hasher(offsets, counts, size), _OUT).collect()
+    got = frame.mapInArrow(_hasher(offsets, counts, size), _OUT).collect()
+    if any(g["kind"] == 3 for g in got):
+        raise RuntimeError(
+            "the table's partitions differ between two Spark jobs (a source whose rows are "
+            "not in a deterministic order?); checkpoint it first"
+        )
     types = {bytes(g["data"]) for g in got if g["kind"] == 2}
     if len(types) != 1:
         raise RuntimeError(f"the partitions give {len(types)} different column types")

@@ -94,6 +94,8 @@ def read_source(spark: Any, source: Any) -> Read:
     fmt = rd.format_of(path)
     if fmt not in ("csv", "parquet"):
         raise _refuse(f"a {fmt.upper() if fmt == 'spss' else fmt.capitalize()} file '{path}'")
+    if fmt == "csv":
+        _encoding(src)
     names = rd.header(src)  # the polars engine's checks and messages: missing file, BOM, names
     where = f"'{path}'"
     if fmt == "parquet":
@@ -158,6 +160,26 @@ def _line_separator(path: Path) -> str:
     return "\r\n" if at > 0 and head[at - 1 : at] == b"\r" else "\n"
 
 
+#: The text encodings Spark's CSV reader decodes (by their Python names), with Spark's names.
+_ENCODINGS = {
+    "utf-8": "utf-8",
+    "utf-8-sig": "utf-8",
+    "iso8859-1": "iso-8859-1",
+    "ascii": "us-ascii",
+}
+
+
+def _encoding(src: DataFile) -> str:
+    """Spark's name of the file's encoding; another encoding is refused in one line."""
+    got = _ENCODINGS.get(src.encoding or "utf-8")
+    if got is None:
+        raise ValidationError(
+            f"engine spark reads CSV files in UTF-8, latin-1 or ASCII; got encoding "
+            f"{src.encoding!r} for '{src.path}': save it as UTF-8, or use engine='polars'"
+        )
+    return got
+
+
 def _csv(spark: Any, src: DataFile, names: list[str]) -> Any:
     """A CSV file read by Spark with every column as text, exactly as the polars engine reads
     it (see the module docstring)."""
@@ -176,7 +198,7 @@ def _csv(spark: Any, src: DataFile, names: list[str]) -> Any:
         "emptyValue": "",
         "ignoreLeadingWhiteSpace": False,
         "ignoreTrailingWhiteSpace": False,
-        "encoding": src.encoding or "utf-8",
+        "encoding": _encoding(src),
         "lineSep": _line_separator(src.path),
     }
     return spark.read.schema(schema).options(**options).csv(_uri(src.path))
