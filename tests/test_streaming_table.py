@@ -469,3 +469,19 @@ def test_publication_stats_of_a_streamed_release(tmp_path: Path) -> None:
     got = publication_stats(frame, ["k"], "c", 5, checks)
     assert got == _in_memory_stats(frame, ["k"], "c", 5)
     assert got["n"] == n and got["below"] is None
+
+
+@pytest.mark.parametrize("case", sorted(PUBLISHED))
+def test_read_publication_streaming_as_the_table_kind(tmp_path: Path, case: str) -> None:
+    from persuasive.release.stream_publication import read_publication_streaming
+    from persuasive.report.kinds.table import KIND, TableParams
+
+    path = tmp_path / "released.csv"
+    path.write_text(PUBLISHED[case], encoding="utf-8")
+    keys = ("k", "j") if case == "two keys" else ("k",)
+    for absent in ("zero", "structural"):
+        p = TableParams(5, 5, RECEIVER, keys, "c", None, absent)
+        want = KIND.read_publication(p, {"released.csv": path})
+        got = read_publication_streaming(p, {"released.csv": path})
+        assert (got.facts, got.problems, got.entries) == (want.facts, want.problems, want.entries)
+        assert got.section() == want.section()
