@@ -38,7 +38,7 @@ from persuasive.files import reading as rd
 from persuasive.files.table_digest import columns_of, combine
 from persuasive.release import display
 from persuasive.release.stream_keys import check_unique
-from persuasive.release.stream_scan import Scan, batches, published_expr, scan_cells, where_of
+from persuasive.release.stream_scan import Scan, published_expr, scan_cells, where_of
 from persuasive.release.table_request import TableRequest
 from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
@@ -260,8 +260,3 @@ def release_table_streaming(request: TableRequest) -> StreamingTableRelease:
         unique_by=unique_by,
     )
     return display.read_from(rel, source)
-
-
-def published_batches(rel: StreamingTableRelease) -> Any:
-    """The batches of the published table, in order (for a caller that streams it elsewhere)."""
-    return batches(rel.published, "the table")
