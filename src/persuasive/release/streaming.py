@@ -213,7 +213,7 @@ def _full_grid(request: TableRequest, raw: pl.LazyFrame, scan: Scan, where: str)
 
 def _no_declared_levels(request: TableRequest, schema: pl.Schema) -> None:
     for k in request.keys:
-        if isinstance(schema[k], (pl.Enum, pl.Categorical)) and request.absent == "zero":
+        if isinstance(schema[k], pl.Enum) and request.absent == "zero":
             raise ValidationError(
                 f"key column {k!r} declares its levels ({schema[k]}); zero-filling them is not "
                 f"built for engine 'streaming': {_IN_MEMORY}"
