@@ -238,40 +238,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
         yield c
 
 
-#: A job that reports the Python that ran each of its 8 tasks.
-_PROBE = """
-import sys
-from pyspark.sql import SparkSession
-
-spark = SparkSession.builder.getOrCreate()
-
-def where(_):
-    import sys
-    yield sys.executable
-
-rows = spark.sparkContext.parallelize(range(8), 8).mapPartitions(where).collect()
-print("PYTHONS", sorted(set(rows)))
-print("TASKS", len(rows))
-spark.stop()
-"""
-
-
-def test_cluster_runs_this_python_on_both_workers(
-    cluster: StandaloneCluster, tmp_path: Path
-) -> None:
-    """A trivial job: every task runs this interpreter, and each worker started an executor of
-    the application (its folder in the worker's work dir)."""
-    probe = tmp_path / "probe.py"
-    probe.write_text(_PROBE, encoding="utf-8")
-    done = cluster.submit(probe, [], cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert f"PYTHONS {[sys.executable]!r}" in done.stdout
-    assert "TASKS 8" in done.stdout
-    for i in range(cluster.n_workers):
-        apps = list((cluster.workdir / f"worker-{i}").glob("app-*/*/stderr"))
-        assert apps, f"worker {i} ran no executor\n{cluster.log_tails()}"
-
-
 # --------------------------------------------------------------------------------------------
 # The release, submitted to the cluster
 # --------------------------------------------------------------------------------------------
@@ -320,7 +286,6 @@ def released(
 ) -> dict[str, Any]:
     """The table, released once by ``spark-submit`` on the cluster and once by the polars
     engine (``persuasive release table``), with the completed applications before and after."""
-    pytest.importorskip("persuasive.spark.table", reason="the Spark engine is not built yet")
     work = tmp_path_factory.mktemp("spark-release")
     table = _table(work / "t.csv")
     before = len(cluster.state().get("completedapps", []))
@@ -341,7 +306,11 @@ def test_submitted_release_exits_0_and_ran_on_the_cluster(
     assert "holds" in spark.stdout
     before, after = released["apps"]
     assert len(after) == before + 1, after  # one more application completed on this master
-    assert after[-1]["state"] == "FINISHED" if "state" in after[-1] else True
+    app = after[-1]
+    assert app["state"] == "FINISHED", app
+    for i in range(cluster.n_workers):  # each worker ran an executor of the release
+        ran = list((cluster.workdir / f"worker-{i}" / app["id"]).glob("*/stderr"))
+        assert ran, f"worker {i} ran no executor of {app['id']}\n{cluster.log_tails()}"
 
 
 def test_submitted_release_publishes_the_suppressed_table(released: dict[str, Any]) -> None:
@@ -372,20 +341,25 @@ def test_submitted_release_verifies_and_matches_the_polars_certificate(
     assert spark_cert == polars_cert
 
 
-def test_submitted_bad_input_exits_2_with_one_error_line(
+def test_submitted_duplicate_key_exits_2_with_the_polars_error(
     cluster: StandaloneCluster, tmp_path: Path
 ) -> None:
-    """spark-submit passes the command's exit status on: 2 for a bad threshold, one ``error:``
-    line naming the option (spark-submit merges the Python driver's standard error into its
-    standard output), nothing written."""
-    _table(tmp_path / "t.csv", n=30)
-    bad = [a if a != str(H) else "0" for a in RELEASE]
-    done = cluster.submit(SUBMIT, ["release", "table", "t.csv", *bad, "--out", "o"], cwd=tmp_path)
+    """A key twice, found by the executors: spark-submit passes the exit status 2 on, with one
+    ``error:`` line (spark-submit merges the Python driver's standard error into its standard
+    output), the in-memory engine's line for the same file, and nothing written."""
+    table = _table(tmp_path / "t.csv", n=600)
+    with (tmp_path / "t.csv").open("a", encoding="utf-8") as fh:  # row 601 repeats row 17
+        fh.write(f"{table['area'][16]},{table['age'][16]},3\n")
+    args = ["release", "table", "t.csv", *RELEASE]
+    done = cluster.submit(SUBMIT, [*args, "--out", "o"], cwd=tmp_path)
+    polars = _run([*args, "--out", "p"], tmp_path)
+    assert polars.returncode == 2, polars.stderr
+    want = [line for line in polars.stderr.splitlines() if line.startswith("error:")]
+    assert len(want) == 1 and "601" in want[0], polars.stderr
     assert done.returncode == 2, done.stderr[-3000:]
     lines = (done.stdout + done.stderr).splitlines()
-    errors = [line for line in lines if line.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith("error: --h "), done.stderr[-3000:]
-    assert not (tmp_path / "o").exists()
+    assert [line for line in lines if line.startswith("error:")] == want, done.stdout[-3000:]
+    assert not (tmp_path / "o").exists() and not (tmp_path / "p").exists()
 
 
 def test_cli_arguments_of_submit() -> None:
