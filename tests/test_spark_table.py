@@ -299,6 +299,30 @@ def test_bad_rows_named_across_partitions(spark: Any, tmp_path: Path) -> None:
         spark.conf.set("spark.sql.files.maxPartitionBytes", before)
 
 
+@pytest.mark.parametrize("out", ["csv", "parquet"])
+def test_many_partitions_and_chunks_through_the_pipeline(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    monkeypatch.setattr(td, "CHUNK_ROWS", 7_000)  # chunks that straddle the partitions
+    n = 60_000
+    rng = np.random.default_rng(11)
+    keys = pl.Series("k", rng.permutation(n)).cast(pl.String).str.zfill(6)
+    frame = pl.DataFrame([keys, pl.Series("c", rng.integers(0, 12, n))])
+    path = tmp_path / "t.parquet"
+    frame.write_parquet(path, row_group_size=4000)
+    before = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "32768")
+    try:
+        assert spark.read.parquet(str(path)).rdd.getNumPartitions() > 2
+        a, b, mem, on_spark = both(path, spark, tmp_path, out)
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", before)
+    assert len(td.dataset_parts(b / f"released.{out}")) > 2
+    assert_same(a, b, out, mem, on_spark)
+    doc = (b / "certificate.json").read_text(encoding="utf-8")
+    assert '"chunk_rows": 7000' in doc
+
+
 def test_refusals(spark: Any, tmp_path: Path) -> None:
     frame = pl.DataFrame({"k": ["a", "b"], "c": [1, 2]})
     assert "engine='polars'" in error_of(frame, "spark", spark)
@@ -368,6 +392,16 @@ def test_cli_same_exit_and_error_line(spark: Any, tmp_path: Path, case: str) -> 
         assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("error: ")
     assert runs[0].stderr == runs[1].stderr
     assert not (tmp_path / "polars").exists() and not (tmp_path / "spark").exists()
+
+
+def test_cli_report_refused(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("k,c\na,7\nb,2\n", encoding="utf-8")
+    r = cli(*table_args(path, tmp_path / "rel", "--engine", "spark", "--report"))
+    assert r.exit_code == 2, r.stderr
+    assert r.stderr.startswith("error: ") and "--report" in r.stderr
+    assert len(r.stderr.splitlines()) == 1
+    assert not (tmp_path / "rel").exists()
 
 
 def test_cli_release_verifies_and_tampering_fails(spark: Any, tmp_path: Path) -> None:
