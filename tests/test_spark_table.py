@@ -295,6 +295,10 @@ def test_bad_rows_named_across_partitions(spark: Any, tmp_path: Path) -> None:
         path = tmp_path / "dup.parquet"
         pl.DataFrame({"k": dup, "c": c}).write_parquet(path, row_group_size=5000)
         assert "rows 30001 and 50001" in same_error(path, spark)
+        # keys named like the columns the checks add, a duplicated pair
+        pair = pl.DataFrame({"x": [2, 1, 2, 1], "count": ["x", "y", "y", "y"], "c": [1, 2, 3, 2]})
+        pair.write_parquet(path)
+        assert "rows 2 and 4" in same_error(path, spark, keys=["x", "count"])
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", before)
 

@@ -221,25 +221,27 @@ def _unique(frame: Any, stats: Stats, keys: Sequence[str]) -> None:
     as :func:`persuasive.release.table_keys._check_unique` names it."""
     from pyspark.sql import functions as F
 
+    n, a = "__persuasive_n__", "__persuasive_first__"  # never a key's name: ROW's prefix
+    most = frame.groupBy(*keys).agg(F.count(F.lit(1)).alias(n)).agg(F.max(n)).collect()[0][0]
+    if most is None or most <= 1:  # one job; the rows of a duplicate only when there is one
+        return
     dup = (
         frame.groupBy(*keys)
-        .agg(F.count(F.lit(1)).alias("c"), F.min(ID).alias("a"))
-        .filter(F.col("c") > 1)
-        .orderBy("a")
+        .agg(F.count(F.lit(1)).alias(n), F.min(ID).alias(a))
+        .filter(F.col(n) > 1)
+        .orderBy(a)
         .limit(1)
         .collect()
     )
-    if not dup:
-        return
     first = dup[0].asDict()
     same = [F.col(k).eqNullSafe(first[k]) for k in keys]
     cond = same[0]
     for s in same[1:]:
         cond = cond & s
-    b = frame.filter(cond & (F.col(ID) > first["a"])).agg(F.min(ID)).collect()[0][0]
+    b = frame.filter(cond & (F.col(ID) > first[a])).agg(F.min(ID)).collect()[0][0]
     key_text = ", ".join(f"{k}={first[k]!r}" for k in keys)
     raise ValidationError(
-        f"duplicated key ({key_text}) at rows {stats.row_of(first['a']) + 1} and "
+        f"duplicated key ({key_text}) at rows {stats.row_of(first[a]) + 1} and "
         f"{stats.row_of(b) + 1}; each cell must appear once: aggregate (sum) or drop the "
         "duplicates"
     )

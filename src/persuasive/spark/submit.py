@@ -13,9 +13,11 @@ The arguments are those of ``persuasive`` (``release table DATA ...``, or any ot
 arguments that start with a release's DATA (not a command name) are taken as
 ``release table DATA ...``. The session is the one ``spark-submit`` configured (its
 ``--master``, ``--conf``, ``--executor-memory`` ...), started before the command runs, so that
-the Spark engine uses it; ``release table`` without ``--engine`` gets ``--engine spark``, and
-without ``--spark-master`` the master of that session. The exit status is the command's (0
-holds, 1 does not hold, 2 bad input, 3 internal error), which ``spark-submit`` passes on.
+the Spark engine uses it; it reads and writes timestamps in UTC unless
+``spark.sql.session.timeZone`` is given. ``release table`` without ``--engine`` gets
+``--engine spark``, and without ``--spark-master`` the master of that session. The exit status
+is the command's (0 holds, 1 does not hold, 2 bad input, 3 internal error), which
+``spark-submit`` passes on (it merges the driver's standard error into its standard output).
 
 The driver and the executors must run the same Python with ``persuasive`` installed: give
 ``--conf spark.pyspark.python=/path/to/python`` (or set ``PYSPARK_PYTHON``) when the cluster's
@@ -29,6 +31,8 @@ from collections.abc import Sequence
 from typing import Any
 
 __all__ = ["cli_arguments", "main"]
+
+TIME_ZONE = "spark.sql.session.timeZone"
 
 
 def _commands() -> set[str]:
@@ -93,12 +97,17 @@ def _engine(args: Sequence[str]) -> str | None:
 
 
 def _session() -> Any:
-    """The session ``spark-submit`` configured (``None`` outside a Spark driver)."""
+    """The session ``spark-submit`` configured (``None`` without pyspark), reading and writing
+    timestamps in UTC as a session the Spark engine starts does, unless
+    ``spark.sql.session.timeZone`` was given."""
     try:
         from pyspark.sql import SparkSession
     except ImportError:
         return None
-    return SparkSession.builder.appName("persuasive").getOrCreate()
+    spark = SparkSession.builder.getOrCreate()
+    if not spark.sparkContext.getConf().contains(TIME_ZONE):
+        spark.conf.set(TIME_ZONE, "UTC")
+    return spark
 
 
 def main(argv: Sequence[str] | None = None) -> int:
