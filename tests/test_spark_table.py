@@ -139,7 +139,18 @@ def test_random_tables_give_the_same_release(
 
 
 def test_csv_options_and_line_endings(spark: Any, tmp_path: Path) -> None:
-    rows = ['"a;1",7', "01,2", '"q""",9', '"l1\r\nl2",12', '"",6', "NA,5", "1.0,8", "1,0"]
+    rows = [
+        '"a;1",7',
+        '"p\n\nq",3',
+        '"r\r\n\r\ns",4',
+        "01,2",
+        '"q""",9',
+        '"l1\r\nl2",12',
+        '"",6',
+        "NA,5",
+        "1.0,8",
+        "1,0",
+    ]
     for name, text, opts in [
         ("crlf", "k,c\r\n" + "\r\n".join(rows) + "\r\n", {}),
         ("semi", "k;c\n" + "\n".join(r.replace(",", ";", 1) for r in rows), {"separator": ";"}),
@@ -228,6 +239,9 @@ BAD_CSV = {
     "two failures": "k,c\n,1\nb,-2\n",
     "wrong separator": "k;c\na;1\n",
     "space": "k,c\na, 1\n",
+    "empty line": "k,c\na,7\n\nb,9\n",
+    "empty line at the end": "k,c\na,7\nb,9\n\n",
+    "empty line after crlf": "k,c\r\na,7\r\n\r\nb,9\r\n",
 }
 
 

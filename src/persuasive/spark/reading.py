@@ -5,8 +5,10 @@
   ``1.0`` differ, ``NA`` is a key), the header names taken from the first line exactly as the
   polars engine takes them (:func:`persuasive.files.reading.header`: a name twice is refused),
   an unquoted empty field missing and ``""`` the empty string, a row with another number of
-  fields an error. The file is read by one task (``multiLine``: a quoted field may hold a line
-  break, which a split of the file cannot find), so its rows keep the file's order.
+  fields an error, an empty line a row of missing fields (:func:`blank_row`), as polars reads
+  it; the line break is the header line's (``\\n`` or ``\\r\\n``) throughout. The file is
+  read by one task (``multiLine``: a quoted field may hold a line break, which a split of the
+  file cannot find), so its rows keep the file's order.
 * **Parquet** (a file, or a folder of part files read in the order of their names): typed.
 * **a** ``pyspark.sql.DataFrame``: as it is, in its partitions' order.
 
@@ -27,7 +29,7 @@ from persuasive.files import reading as rd
 from persuasive.files.sources import DataFile
 from persuasive.release.table_request import is_spark_frame
 
-__all__ = ["READS", "Read", "read_source"]
+__all__ = ["READS", "Read", "blank_row", "read_source"]
 
 #: What the Spark engine reads, as its messages say.
 READS = (
@@ -55,12 +57,15 @@ class Read:
         ``"csv"``, ``"parquet"`` or ``"frame"``.
     where : str
         How messages name the source (``'t.csv'`` or ``the table``).
+    file : DataFile or None
+        The CSV file read.
     """
 
     frame: Any
     names: list[str]
     fmt: str
     where: str
+    file: DataFile | None = None
 
 
 def _refuse(what: str) -> ValidationError:
@@ -100,7 +105,7 @@ def read_source(spark: Any, source: Any) -> Read:
     where = f"'{path}'"
     if fmt == "parquet":
         return Read(spark.read.parquet(_uri(path)), names, fmt, where)
-    return Read(_csv(spark, src, names), names, fmt, where)
+    return Read(_csv(spark, src, names), names, fmt, where, src)
 
 
 def _refuse_frame(source: Any) -> Read:
@@ -200,5 +205,40 @@ def _csv(spark: Any, src: DataFile, names: list[str]) -> Any:
         "ignoreTrailingWhiteSpace": False,
         "encoding": _encoding(src),
         "lineSep": _line_separator(src.path),
+        "unescapedQuoteHandling": "RAISE_ERROR",  # polars refuses a stray quote too
     }
     return spark.read.schema(schema).options(**options).csv(_uri(src.path))
+
+
+#: Bytes of a CSV file searched at a time for an empty line.
+_BLOCK = 1 << 24
+
+
+def blank_row(src: DataFile) -> int | None:
+    """The 1-based row of the first empty line of a CSV file outside quotes, or None.
+
+    The polars engine reads an empty line as a row whose fields are all missing (an error
+    naming that row); Spark's reader skips it. A byte search finds whether the file has an
+    empty line at all; only then is the file parsed by Python's csv module (the quoting rules
+    of polars) for the row of the first one that is not inside a quoted field."""
+    import codecs
+    import csv
+
+    found, tail = False, b""
+    with open(src.path, "rb") as fh:
+        while block := fh.read(_BLOCK):
+            text = tail + block
+            if b"\n\n" in text or b"\n\r\n" in text:
+                found = True
+                break
+            tail = text[-2:]
+    if not found:
+        return None
+    encoding = codecs.lookup(src.encoding or "utf-8").name
+    if encoding == "utf-8":
+        encoding = "utf-8-sig"  # a byte-order mark skipped, as the readers skip it
+    with open(src.path, encoding=encoding, newline="") as fh:
+        for i, record in enumerate(csv.reader(fh, delimiter=src.separator or ",")):
+            if i and not record:
+                return i
+    return None

@@ -27,7 +27,7 @@ from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
 from persuasive.spark import checks, session
-from persuasive.spark.reading import read_source
+from persuasive.spark.reading import blank_row, read_source
 
 __all__ = ["SparkTableRelease", "release_table_spark"]
 
@@ -270,6 +270,13 @@ def release_table_spark(request: TableRequest, *, spark: Any = None) -> SparkTab
     keys, count = request.keys, request.count
     read = read_source(spark_, request.source)
     rd.require(read.names, key=list(keys), count=count)
+    if read.file is not None:
+        row = blank_row(read.file)
+        if row is not None:  # the polars engine's message: a row with every field missing
+            check = rd.key_checks(keys)[0]
+            ident = ", ".join(f"{k}={None!r}" for k in keys[1:])
+            at = f"row {row}" + (f" ({ident})" if ident else "")
+            raise ValidationError(f"column {check.column!r} at {at} {check.message}")
     try:
         return _release(read, request)
     except ValidationError:
