@@ -179,6 +179,26 @@ def test_spark_dataframe_and_parquet_folder(spark: Any, tmp_path: Path) -> None:
     assert read_back(tmp_path / "f", "parquet", ["k", "c"]).equals(mem.published, null_equal=True)
 
 
+KEY_TYPES = {
+    "int32": pl.Series("k", [5, -3, 9], dtype=pl.Int32),
+    "date": pl.Series("k", ["2024-02-29", "1970-01-01", "1900-12-31"]).str.to_date(),
+    "boolean": pl.Series("k", [True, False]),
+    "decimal": pl.Series("k", ["3.50", "-0.01", "12.00"]).cast(pl.Decimal(8, 2)),
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(KEY_TYPES))
+def test_typed_parquet_keys(spark: Any, tmp_path: Path, dtype: str) -> None:
+    key = KEY_TYPES[dtype]
+    frame = pl.DataFrame([key, pl.Series("c", [7, 2, 11][: key.len()])])
+    path = tmp_path / "t.parquet"
+    frame.write_parquet(path)
+    for out in ("csv", "parquet"):
+        (tmp_path / out).mkdir()
+        a, b, mem, on_spark = both(path, spark, tmp_path / out, out)
+        assert_same(a, b, out, mem, on_spark)
+
+
 def test_several_keys_zero_filled_as_polars(spark: Any, tmp_path: Path) -> None:
     frame = pl.DataFrame({"a": ["2", "1", "2", "3"], "b": ["x", "y", "y", "x"], "c": [7, 1, 5, 9]})
     path = tmp_path / "t.csv"
