@@ -371,6 +371,12 @@ def test_refusals(spark: Any, tmp_path: Path) -> None:
     frame.to_pandas().to_stata(tmp_path / "t.dta", write_index=False)
     msg = error_of(tmp_path / "t.dta", "spark", spark)
     assert "Stata" in msg and "engine='polars'" in msg
+    import datetime as dt
+
+    zoned = pl.DataFrame({"k": [dt.datetime(2024, 1, 1)], "c": [3]})
+    zoned.with_columns(pl.col("k").dt.replace_time_zone("UTC")).write_parquet(tmp_path / "z.pq")
+    msg = error_of(tmp_path / "z.pq", "spark", spark)
+    assert "time zone" in msg and "engine='polars'" in msg
     rel = release_table(path, keys="k", count="c", h=5, receiver=RECEIVER, engine="spark")
     with pytest.raises(ValidationError, match="--report"):
         rel.write(tmp_path / "r", report=True)

@@ -270,6 +270,7 @@ def release_table_spark(request: TableRequest, *, spark: Any = None) -> SparkTab
     keys, count = request.keys, request.count
     read = read_source(spark_, request.source)
     rd.require(read.names, key=list(keys), count=count)
+    _refuse_zoned(read.frame, keys)
     if read.file is not None:
         row = blank_row(read.file)
         if row is not None:  # the polars engine's message: a row with every field missing
@@ -286,6 +287,20 @@ def release_table_spark(request: TableRequest, *, spark: Any = None) -> SparkTab
         if text is None:
             raise
         raise ValidationError(f"cannot read {read.where}: {text[:300]}") from None
+
+
+def _refuse_zoned(frame: Any, keys: tuple[str, ...]) -> None:
+    """A timestamp key with a time zone (Spark's ``TIMESTAMP``) is refused: Spark writes it to
+    Parquet as INT96, which reads back as another type than the digest's."""
+    from pyspark.sql import types as T
+
+    for k in keys:
+        if isinstance(frame.schema[k].dataType, T.TimestampType):
+            raise ValidationError(
+                f"key column {k!r} is a timestamp with a time zone, which engine spark does not "
+                "publish yet; cast it to text (or to a timestamp without a time zone), or use "
+                "engine='polars'"
+            )
 
 
 def _release(read: Any, request: TableRequest) -> SparkTableRelease:
