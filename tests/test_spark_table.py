@@ -242,6 +242,37 @@ def test_digest_in_spark_is_the_digest_of_the_rows(
     assert got["rows"] == n and got["chunk_rows"] == chunk
 
 
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    keys=st.lists(_TEXT, min_size=1, max_size=60),
+    parts=st.integers(1, 6),
+    chunk=st.integers(1, 9),
+    seed=st.integers(0, 2**16),
+)
+def test_digest_of_random_rows_in_random_partitions(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, keys: list[str], parts: int, chunk: int, seed: int
+) -> None:
+    from pyspark.sql import types as T
+
+    from persuasive.spark.digest import digest_spark
+
+    monkeypatch.setattr(td, "CHUNK_ROWS", chunk)
+    rng = np.random.default_rng(seed)
+    small, big = rng.integers(-3, 12, len(keys)), rng.integers(MAX - 9, MAX, len(keys))
+    pick = rng.random(len(keys)) < 0.3
+    counts = [
+        int(b) if p else (None if x < 0 else int(x))
+        for x, b, p in zip(small, big, pick, strict=True)
+    ]
+    schema = T.StructType([T.StructField("k", T.StringType()), T.StructField("c", T.LongType())])
+    rows = list(zip(keys, counts, strict=True))
+    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, parts), schema)
+    want = pl.DataFrame({"k": keys, "c": counts}, schema={"k": pl.String, "c": pl.Int64})
+    assert digest_spark(df, chunk_rows=chunk) == td.digest_frame(want)
+
+
 # ------------------------------------------------------------------------ bad inputs
 BAD_CSV = {
     "missing column": "k,x\na,1\n",
