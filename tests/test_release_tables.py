@@ -19,6 +19,7 @@ from persuasive.classes.receivers import (
     PoissonReceiver,
     SmallCellReceiver,
 )
+from persuasive.errors import ValidationError
 from persuasive.release.calibrate import calibrate_threshold
 from persuasive.release.tables import release_table
 from persuasive.spec import spec_from_dict
@@ -384,3 +385,19 @@ def test_duplicated_integer_keys_are_caught_on_the_bitmap_path(offset: int) -> N
         {"cell": np.random.default_rng(2).permutation(1000) + offset, "n": np.arange(1000)}
     )
     assert release_table(ok, keys="cell", count="n", h=4, receiver=POI).table.height == 1000
+
+
+@pytest.mark.parametrize("name", ["a", "b", "__row__first", "__row__second"])
+@pytest.mark.parametrize("shape", ["text", "integer", "two keys"])
+def test_a_duplicate_is_named_whatever_the_key_is_called(name: str, shape: str) -> None:
+    """The duplicate check's own columns never clash with a key (keys named like them used to
+    raise polars' DuplicateError instead of naming the duplicate)."""
+    keys = [name] if shape != "two keys" else [name, "z"]
+    values: list[object] = ["x", "y", "x"] if shape != "integer" else [5, 6, 5]
+    data: dict[str, list[object]] = {name: values, "c": [1, 2, 3]}
+    if shape == "two keys":
+        data["z"] = ["q", "q", "q"]
+    with pytest.raises(ValidationError, match=r"duplicated key .* at rows 1 and 3"):
+        release_table(
+            pl.DataFrame(data), keys=keys, count="c", h=5, receiver=PoissonReceiver(0.5, 3.0)
+        )

@@ -202,17 +202,26 @@ def _check_unique(table: pl.DataFrame, keys: tuple[str, ...]) -> None:
     if distinct:
         return
     row = pl.col(rd.ROW)
+    first, second = (_unused(keys, name) for name in ("first", "second"))
     dup = (
         table.select(*keys)
         .with_row_index(rd.ROW)
         .group_by(*keys)
-        .agg(row.min().alias("a"), row.filter(row > row.min()).min().alias("b"))
-        .filter(pl.col("b").is_not_null())
-        .sort("a")
+        .agg(row.min().alias(first), row.filter(row > row.min()).min().alias(second))
+        .filter(pl.col(second).is_not_null())
+        .sort(first)
         .row(0, named=True)
     )
     key_text = ", ".join(f"{k}={dup[k]!r}" for k in keys)
     raise ValidationError(
-        f"duplicated key ({key_text}) at rows {dup['a'] + 1} and {dup['b'] + 1}; each cell "
-        "must appear once: aggregate (sum) or drop the duplicates"
+        f"duplicated key ({key_text}) at rows {dup[first] + 1} and {dup[second] + 1}; each "
+        "cell must appear once: aggregate (sum) or drop the duplicates"
     )
+
+
+def _unused(keys: tuple[str, ...] | list[str], name: str) -> str:
+    """A column name that is not a key (``name``, lengthened with ``_`` until it is not)."""
+    name = f"{rd.ROW}{name}"
+    while name in keys:
+        name += "_"
+    return name
