@@ -485,3 +485,21 @@ def test_read_publication_streaming_as_the_table_kind(tmp_path: Path, case: str)
         got = read_publication_streaming(p, {"released.csv": path})
         assert (got.facts, got.problems, got.entries) == (want.facts, want.problems, want.entries)
         assert got.section() == want.section()
+
+
+@pytest.mark.parametrize("budget", [None, 4096])
+def test_keys_named_like_the_checks_own_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int | None
+) -> None:
+    if budget is not None:
+        monkeypatch.setattr(stream_keys, "MEMORY_BUDGET", budget)
+    frame = pl.DataFrame({"a": ["x", "y", "x", "y"], "b": [2, 1, 2, 1], "c": [1, 2, 3, 4]})
+    path = tmp_path / "dup.csv"
+    frame.write_csv(path)
+    msg = same_error(path, keys=["a", "b"])
+    assert "rows 1 and 3" in msg
+    good = pl.DataFrame({"__below": ["x", "y"], "__persuasive_row__below": ["p", "q"], "c": [7, 1]})
+    (tmp_path / "g").mkdir()
+    keys = ["__below", "__persuasive_row__below"]
+    a, b, mem, stream = both(good.lazy(), tmp_path / "g", keys=keys, absent="structural")
+    assert_same(a, b, "csv", mem, stream)

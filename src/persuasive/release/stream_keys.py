@@ -31,6 +31,7 @@ import polars as pl
 from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
 from persuasive.release.stream_scan import batches
+from persuasive.release.table_keys import _unused
 
 __all__ = ["MEMORY_BUDGET", "check_unique", "partition_count"]
 
@@ -102,6 +103,7 @@ def _first_duplicate(
     parts = partition_count(rows, per_row, budget)
     best: dict[str, Any] | None = None
     row = pl.col(rd.ROW)
+    first, second = (_unused(tuple(keys), name) for name in ("first", "second"))
     for j in range(parts):
         held: list[pl.DataFrame] = []
         offset = 0
@@ -116,13 +118,14 @@ def _first_duplicate(
         key_expr = pl.col(keys[0]) if len(keys) == 1 else pl.struct(list(keys))
         if part.height == 0 or part.select(key_expr.n_unique()).item() == part.height:
             continue
-        dup = (
+        found = (
             part.group_by(*keys)
-            .agg(row.min().alias("a"), row.filter(row > row.min()).min().alias("b"))
-            .filter(pl.col("b").is_not_null())
-            .sort("a")
+            .agg(row.min().alias(first), row.filter(row > row.min()).min().alias(second))
+            .filter(pl.col(second).is_not_null())
+            .sort(first)
             .row(0, named=True)
         )
+        dup = {"key": {k: found[k] for k in keys}, "a": found[first], "b": found[second]}
         if best is None or dup["a"] < best["a"]:
             best = dup
     return best
@@ -162,7 +165,7 @@ def check_unique(
     dup = _first_duplicate(raw, keys, rows, budget, where)
     if dup is None:
         return "parts"
-    key_text = ", ".join(f"{k}={dup[k]!r}" for k in keys)
+    key_text = ", ".join(f"{k}={dup['key'][k]!r}" for k in keys)
     raise ValidationError(
         f"duplicated key ({key_text}) at rows {dup['a'] + 1} and {dup['b'] + 1}; each cell "
         "must appear once: aggregate (sum) or drop the duplicates"

@@ -32,7 +32,7 @@ import polars as pl
 from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
 from persuasive.files.table_digest import CHUNK_ROWS, lines
-from persuasive.release.table_keys import _orderable, _sorted_unique
+from persuasive.release.table_keys import _orderable, _sorted_unique, _unused
 
 __all__ = ["BATCH_ROWS", "Scan", "batches", "published_expr", "scan_cells"]
 
@@ -160,6 +160,7 @@ def scan_cells(
     first: list[int | None] = [None] * len(checks)
     bad_rows: list[pl.DataFrame] = []
     chunks = _Chunks()
+    below = _unused((*keys, count), "below")
     last: pl.DataFrame | None = None
     ranges: list[tuple[int, int]] | None = None
     for batch in batches(raw, where_of(source)):
@@ -177,12 +178,12 @@ def scan_cells(
         if any(f is not None for f in first):
             continue  # the table fails: only the first failing row of each check matters now
         published = batch.select(*keys, parsed_count).select(
-            *keys, published_expr(count, h), (pl.col(count) < r).sum().alias("__below")
+            *keys, published_expr(count, h), (pl.col(count) < r).sum().alias(below)
         )
         c = published.get_column(count)
         out.suppressed += c.null_count()
-        out.below_r += int(published.get_column("__below")[0] or 0)
-        published = published.drop("__below")
+        out.below_r += int(published.get_column(below)[0] or 0)
+        published = published.drop(below)
         chunks.update(published)
         if out.sorted:
             keyed = batch.select(keys) if last is None else pl.concat([last, batch.select(keys)])
