@@ -17,11 +17,8 @@ fresh subprocess whose peak resident memory (max RSS) is read from ``os.wait4``:
     pass): everything the streaming engine does.
 ``pipeline``
     ``rel.write(folder)`` with ``engine="streaming"``: the engine, then the pipeline's own reading
-    of the publication for the certificate and the final verification (``persuasive verify``).
-``bounded``
-    ``pipeline`` with the table kind's reading of the publication replaced by
-    :func:`persuasive.release.stream_publication.read_publication_streaming` (the same
-    certificate, in bounded memory; not yet the library's default).
+    of the publication for the certificate and the final verification (``persuasive verify``),
+    both in bounded memory (:func:`persuasive.release.stream_publication.publication_stats`).
 ``polars``
     ``rel.write(folder)`` with the in-memory engine, for comparison.
 
@@ -67,11 +64,6 @@ if stage == "engine":
     times["check"] = time.perf_counter() - t0
     how = rel.unique_by
 else:
-    if stage == "bounded":  # the table kind's statistics in bounded memory (not yet wired in)
-        from persuasive.release.stream_publication import read_publication_streaming
-        from persuasive.report.kinds.table import TableKind
-
-        TableKind.read_publication = lambda self, p, files: read_publication_streaming(p, files)
     engine = "polars" if stage == "polars" else "streaming"
     rel = release_table(src, engine=engine, **opts)
     times["release"] = time.perf_counter() - t0
@@ -116,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the generated tables")
     args = p.parse_args(argv)
     for stage in args.stages:
-        if stage not in ("engine", "pipeline", "bounded", "polars"):
-            p.error(f"unknown stage {stage!r}: engine, pipeline, bounded or polars")
+        if stage not in ("engine", "pipeline", "polars"):
+            p.error(f"unknown stage {stage!r}: engine, pipeline or polars")
     load = os.getloadavg()
     print(
         f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average "

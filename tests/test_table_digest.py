@@ -46,9 +46,10 @@ def _oracle(rows: list[tuple[str | None, int | None]], chunk_rows: int) -> str:
         elif key == "":
             out.write('""')
         else:
-            w = csv.writer(out, lineterminator="", quoting=csv.QUOTE_MINIMAL)
+            # the line terminator given, so that a field holding a line break is quoted
+            w = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
             w.writerow([key])
-        return (out.getvalue() + "," + fields[0] + "\n").encode("utf-8")
+        return (out.getvalue().removesuffix("\n") + "," + fields[0] + "\n").encode("utf-8")
 
     h = hashlib.sha256(b"persuasive table digest 1\n")
     header = json.dumps([["k", "String"], ["n", "Int64"]], separators=(",", ":"))

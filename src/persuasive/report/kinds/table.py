@@ -214,9 +214,15 @@ class TableKind:
         return certified(cert, statement, notes)
 
     def read_publication(self, p: TableParams, files: Mapping[str, Path]) -> Publication:
-        from persuasive.files.key_stream import increasing
-        from persuasive.files.reading import ROW, count_checks, count_expr
+        """The published table as read back, in bounded memory: its statistics in one
+        streamed pass (:func:`persuasive.release.stream_publication.publication_stats`: the
+        cells, the suppressed cells, the first row below h or failing a count check, keys
+        proved distinct as the streaming engine proves them), the rows of the problems found,
+        and the digest of its rows."""
+        from persuasive.files.parsing import Check
+        from persuasive.files.reading import count_checks, count_expr
         from persuasive.files.table_digest import scan_published
+        from persuasive.release.stream_publication import publication_stats
 
         name, path = one_file(files, "released")
         frame = scan_published(path, text=[*p.keys, p.count], role="published table")
@@ -233,40 +239,22 @@ class TableKind:
             )
         problems: list[str] = []
         dtype = schema[p.count]
-        checks = [c for c in count_checks(p.count, dtype) if "missing" not in c.message]
+        # Each row is reported by the first rule it fails, as a release reports its input ("x"
+        # is not a count, not also a count above 2^63 - 1).
+        checks, before = [], pl.lit(False)
+        for c in count_checks(p.count, dtype):
+            if "missing" not in c.message:
+                checks.append(Check(c.column, c.message, c.fails & ~before))
+                before = before | c.fails
         counts = count_expr(p.count, dtype)
         raw = frame.with_row_index(ROW)
-        key = pl.struct(list(p.keys)) if len(p.keys) > 1 else pl.col(p.keys[0])
-        several = len(p.keys) > 1  # one key: its levels are the cells themselves
-        stats = (
-            raw.select(
-                pl.len().alias("n"),
-                pl.col(p.count).is_null().sum().alias("suppressed"),
-                *(
-                    pl.col(k).n_unique().alias(f"levels{i}")
-                    for i, k in enumerate(p.keys)
-                    if several
-                ),
-                pl.col(ROW).filter(counts.is_not_null() & (counts < p.h)).first().alias("below"),
-                *(
-                    pl.col(ROW)
-                    .filter(c.fails & pl.col(p.count).is_not_null())
-                    .first()
-                    .alias(f"bad{i}")
-                    for i, c in enumerate(checks)
-                ),
-            )
-            .collect()
-            .row(0, named=True)
-        )
-        # Sorted keys are proved distinct in a stream; others are counted in memory.
-        stats["unique"] = (
-            stats["n"]
-            if increasing(frame, p.keys)
-            else int(frame.select(key.n_unique()).collect().item())
-        )
+        stats = publication_stats(frame, p.keys, p.count, p.h, checks)
+
+        def at(row: int) -> dict[str, Any]:
+            return raw.filter(pl.col(ROW) == row).collect(engine="streaming").row(0, named=True)
+
         if stats["below"] is not None:
-            row = raw.filter(pl.col(ROW) == stats["below"]).collect().row(0, named=True)
+            row = at(stats["below"])
             where = ", ".join(f"{k}={row[k]!r}" for k in p.keys)
             problems.append(
                 f"publication: cell ({where}) shows {row[p.count]}, below h = {p.h}: a count "
@@ -274,7 +262,7 @@ class TableKind:
             )
         for i, c in enumerate(checks):
             if stats[f"bad{i}"] is not None:
-                row = raw.filter(pl.col(ROW) == stats[f"bad{i}"]).collect().row(0, named=True)
+                row = at(stats[f"bad{i}"])
                 problems.append(
                     f"publication: column {p.count!r} at row {stats[f'bad{i}'] + 1} "
                     + c.message.format(value=row[p.count])
@@ -284,11 +272,7 @@ class TableKind:
                 f"publication: {stats['n'] - stats['unique']} key(s) appear more than once"
             )
         facts = {"cells": int(stats["n"]), "suppressed": int(stats["suppressed"])}
-        grid = (
-            math.prod(int(stats[f"levels{i}"]) for i in range(len(p.keys)))
-            if several
-            else int(stats["unique"])
-        )
+        grid = math.prod(int(stats[f"levels{i}"]) for i in range(len(p.keys)))
         absent = grid - int(stats["n"]) if stats["unique"] == stats["n"] else 0
         if p.absent == "structural":
             facts["structural_cells"] = absent
