@@ -87,6 +87,8 @@ def run(cmd: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> Run
     lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("error:")]
     tail = (errors or lines or [""])[-1][:200]
+    if proc.returncode == 0:
+        log.unlink()  # a failed command's log stays in the folder
     return Run(seconds, usage.ru_maxrss * 1024, proc.returncode, tail)
 
 
