@@ -166,11 +166,17 @@ class StandaloneCluster:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     p.wait(timeout=max(0.1, deadline - time.monotonic()))
             if all(p.poll() is not None for p in self.procs):
-                # the groups may still hold executors (children of the workers): KILL them too
-                for p in self.procs:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(p.pid, signal.SIGKILL)
-                return
+                break
+        # the groups may still hold executors (children of the workers): KILL them too, and
+        # wait (up to 15 s) until no process of any group is left
+        deadline = time.monotonic() + 15
+        for p in self.procs:
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    break
+                time.sleep(0.05)
 
     def __enter__(self) -> StandaloneCluster:
         try:
