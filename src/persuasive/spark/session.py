@@ -3,10 +3,20 @@
 A session given is used as it is and never stopped; a session this module starts
 (:func:`session_of`) reads and writes timestamps in UTC (``spark.sql.session.timeZone``) and is
 left running for the next release (Spark starts once per process).
+
+A session started in local mode keeps its scratch files (``spark.local.dir``: shuffle and
+spill files, which hold the custodian's keys and counts) in a private folder (mode 0700) that is
+removed when the process exits, after the session is stopped — also after SIGINT, SIGTERM or
+SIGHUP, which the command line turns into a normal exit. Spark's default, ``/tmp``, keeps
+``blockmgr-*`` folders of an interrupted or killed driver. A SIGKILL leaves the folder
+(nothing can run then); it is under the system's temporary folder.
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from typing import Any
 
 from persuasive.errors import ValidationError
@@ -62,7 +72,30 @@ def session_of(spark: Any) -> Any:
     active = sql.SparkSession.getActiveSession()
     if active is not None:  # getOrCreate would return it anyway, changing its settings
         return active
-    builder = sql.SparkSession.builder.master(spark.strip() if spark else "local[*]")
+    master = spark.strip() if spark else "local[*]"
+    builder = sql.SparkSession.builder.master(master)
     builder = builder.appName("persuasive").config("spark.sql.session.timeZone", "UTC")
     builder = builder.config("spark.ui.showConsoleProgress", "false")
-    return builder.getOrCreate()
+    # Local mode only: on a cluster the executors' scratch folders are the cluster's
+    # (SPARK_LOCAL_DIRS, YARN's LOCAL_DIRS), on machines this process cannot clean.
+    scratch = tempfile.mkdtemp(prefix="persuasive-spark-") if master.startswith("local") else ""
+    if scratch:
+        builder = builder.config("spark.local.dir", scratch)
+    try:
+        session = builder.getOrCreate()
+    except BaseException:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    atexit.register(_close, session, scratch)
+    return session
+
+
+def _close(session: Any, scratch: str) -> None:
+    """Stop a session this module started and remove its scratch folder (at exit)."""
+    try:
+        session.stop()
+    except Exception:  # the JVM may be gone already; the folder is removed all the same
+        pass
+    if scratch:
+        shutil.rmtree(scratch, ignore_errors=True)
