@@ -121,8 +121,10 @@ def _refuse_frame(source: Any) -> Read:
 
 
 def _uri(path: Path) -> str:
-    """A local path as Spark reads it (absolute: the executors' working folder differs)."""
-    return str(path.resolve())
+    """The ``file://`` URI of a local path: persuasive reads and writes the local (or a shared,
+    mounted) filesystem itself, so Spark must too, whatever its default filesystem (HDFS on
+    most YARN clusters, where a path without a scheme names an HDFS path)."""
+    return path.resolve().as_uri()
 
 
 def _parquet_folder(spark: Any, src: DataFile) -> Read:

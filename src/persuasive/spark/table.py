@@ -27,7 +27,7 @@ from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
 from persuasive.spark import checks, session
-from persuasive.spark.reading import blank_row, read_source
+from persuasive.spark.reading import _uri, blank_row, read_source
 
 __all__ = ["SparkTableRelease", "release_table_spark"]
 
@@ -183,7 +183,7 @@ class SparkTableRelease(display.ReleaseResult):
         def write(path: Path) -> None:
             out = frame.write.mode("errorifexists")
             if table_format == "parquet":
-                out.parquet(str(Path(path).resolve()))
+                out.parquet(_uri(Path(path)))
                 return
             out.options(
                 header=True,
@@ -198,7 +198,7 @@ class SparkTableRelease(display.ReleaseResult):
                 ignoreTrailingWhiteSpace=False,
                 lineSep="\n",
                 encoding="UTF-8",
-            ).csv(str(Path(path).resolve()))
+            ).csv(_uri(Path(path)))
 
         return {f"released.{table_format}": write}
 
