@@ -84,7 +84,7 @@ def test_report_states_the_certificate_it_was_written_with(tmp_path: Path) -> No
     doc = verify_certificate(out / "certificate.json", published=out).recomputed
     assert doc is not None
     html = files["report"].read_text(encoding="utf-8")
-    assert doc["digest"] in html and doc["publication"]["files"][0]["sha256"] in html
+    assert doc["digest"] in html and doc["publication"]["files"][0]["table"]["sha256"] in html
     assert html_lib.escape(doc["guarantee"]["statement"]) in html
     assert sorted(p.name for p in (out / "report").iterdir()) == [
         "calibration.png",
