@@ -302,7 +302,7 @@ at = sys.argv[1]
 stream_scan.BATCH_ROWS = 1 << 16  # several batches
 fire = lambda: os.kill(os.getpid(), signal.SIGTERM)
 if at == "validate":  # between two batches of the first pass
-    real = stream_scan._Chunks.update
+    real = stream_scan.Chunks.update
     calls = []
 
     def update(self, part):
@@ -311,7 +311,7 @@ if at == "validate":  # between two batches of the first pass
             fire()
         return real(self, part)
 
-    stream_scan._Chunks.update = update
+    stream_scan.Chunks.update = update
 else:  # once the published table is sunk into the private folder
     real_files = streaming.StreamingTableRelease.published_files
 

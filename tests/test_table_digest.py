@@ -46,10 +46,11 @@ def _oracle(rows: list[tuple[str | None, int | None]], chunk_rows: int) -> str:
         elif key == "":
             out.write('""')
         else:
-            # the line terminator given, so that a field holding a line break is quoted
-            w = csv.writer(out, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+            # "\r\n" as the line terminator, so that a field holding either character of a
+            # line break is quoted (Python quotes the characters of its line terminator)
+            w = csv.writer(out, lineterminator="\r\n", quoting=csv.QUOTE_MINIMAL)
             w.writerow([key])
-        return (out.getvalue().removesuffix("\n") + "," + fields[0] + "\n").encode("utf-8")
+        return (out.getvalue().removesuffix("\r\n") + "," + fields[0] + "\n").encode("utf-8")
 
     h = hashlib.sha256(b"persuasive table digest 1\n")
     header = json.dumps([["k", "String"], ["n", "Int64"]], separators=(",", ":"))

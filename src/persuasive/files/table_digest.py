@@ -37,6 +37,7 @@ from persuasive.errors import ValidationError
 __all__ = [
     "CHUNK_ROWS",
     "PREFIX",
+    "Chunks",
     "TableDigest",
     "columns_of",
     "combine",
@@ -104,6 +105,34 @@ def combine(columns: Sequence[Sequence[str]], rows: int, chunks: Iterable[bytes]
     }
 
 
+class Chunks:
+    """The chunk hashes of rows given in consecutive parts of any sizes: ``SHA-256(lines of
+    chunk j)`` for the chunks of :data:`CHUNK_ROWS` rows (the last may be shorter)."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._done: list[bytes] = []
+        self._open = hashlib.sha256()
+        self._in_open = 0  # rows in the chunk being hashed
+
+    def update(self, part: pl.DataFrame) -> None:
+        """Add the next rows of the table, in order."""
+        start = 0
+        while start < part.height:
+            take = min(CHUNK_ROWS - self._in_open, part.height - start)
+            self._open.update(lines(part.slice(start, take)))
+            self._in_open += take
+            start += take
+            if self._in_open == CHUNK_ROWS:
+                self._done.append(self._open.digest())
+                self._open, self._in_open = hashlib.sha256(), 0
+        self.rows += part.height
+
+    def hashes(self) -> list[bytes]:
+        """The hashes of the chunks given so far, the open one included."""
+        return [*self._done, self._open.digest()] if self._in_open else list(self._done)
+
+
 class TableDigest:
     """The digest of a table given in consecutive parts of any sizes (:meth:`update`).
 
@@ -115,32 +144,22 @@ class TableDigest:
 
     def __init__(self, schema: Mapping[str, Any]) -> None:
         self.columns = columns_of(schema)
-        self.rows = 0
-        self._chunks: list[bytes] = []
-        self._open = hashlib.sha256()
-        self._in_open = 0  # rows in the chunk being hashed
+        self._chunks = Chunks()
+
+    @property
+    def rows(self) -> int:
+        """The number of rows given so far."""
+        return self._chunks.rows
 
     def update(self, part: pl.DataFrame) -> None:
         """Add the next rows of the table, in order."""
         if columns_of(part.schema) != self.columns:
             raise ValueError(f"a part has columns {columns_of(part.schema)}; want {self.columns}")
-        start = 0
-        while start < part.height:
-            take = min(CHUNK_ROWS - self._in_open, part.height - start)
-            self._open.update(lines(part.slice(start, take)))
-            self._in_open += take
-            start += take
-            if self._in_open == CHUNK_ROWS:
-                self._chunks.append(self._open.digest())
-                self._open, self._in_open = hashlib.sha256(), 0
-        self.rows += part.height
+        self._chunks.update(part)
 
     def result(self) -> dict[str, Any]:
         """The digest of the rows given so far (:func:`combine`)."""
-        chunks = list(self._chunks)
-        if self._in_open:
-            chunks.append(self._open.digest())
-        return combine(self.columns, self.rows, chunks)
+        return combine(self.columns, self.rows, self._chunks.hashes())
 
 
 def digest_frame(frame: pl.DataFrame) -> dict[str, Any]:

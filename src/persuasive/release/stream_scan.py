@@ -21,7 +21,6 @@ The error raised is the in-memory engine's, with the same first offending row
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ import polars as pl
 
 from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
-from persuasive.files.table_digest import CHUNK_ROWS, lines
+from persuasive.files.table_digest import Chunks
 from persuasive.release.table_keys import _orderable, _sorted_unique, _unused
 
 __all__ = ["BATCH_ROWS", "Scan", "batches", "published_expr", "scan_cells"]
@@ -53,34 +52,6 @@ def batches(frame: pl.LazyFrame, where: str) -> Iterator[pl.DataFrame]:
         yield from frame.collect_batches(chunk_size=BATCH_ROWS, maintain_order=True)
     except pl.exceptions.PolarsError as exc:
         raise ValidationError(f"cannot read {where}: {rd._first_line(exc)}") from None
-
-
-class _Chunks:
-    """The chunk hashes of :mod:`persuasive.files.table_digest` over rows given in parts."""
-
-    def __init__(self) -> None:
-        self.hashes: list[bytes] = []
-        self._open = hashlib.sha256()
-        self._in_open = 0
-        self.rows = 0
-
-    def update(self, part: pl.DataFrame) -> None:
-        start = 0
-        while start < part.height:
-            take = min(CHUNK_ROWS - self._in_open, part.height - start)
-            self._open.update(lines(part.slice(start, take)))
-            self._in_open += take
-            start += take
-            if self._in_open == CHUNK_ROWS:
-                self.hashes.append(self._open.digest())
-                self._open, self._in_open = hashlib.sha256(), 0
-        self.rows += part.height
-
-    def result(self) -> list[bytes]:
-        out = list(self.hashes)
-        if self._in_open:
-            out.append(self._open.copy().digest())
-        return out
 
 
 @dataclass
@@ -159,7 +130,7 @@ def scan_cells(
     out = Scan(sorted=orderable)
     first: list[int | None] = [None] * len(checks)
     bad_rows: list[pl.DataFrame] = []
-    chunks = _Chunks()
+    chunks = Chunks()
     below = _unused((*keys, count), "below")
     last: pl.DataFrame | None = None
     ranges: list[tuple[int, int]] | None = None
@@ -201,7 +172,7 @@ def scan_cells(
         out.schema = published.schema
     _raise(out.rows, first, bad_rows, checks, keys, raw)
     out.ranges = ranges if integer else None
-    out.chunks = chunks.result()
+    out.chunks = chunks.hashes()
     return out, raw, schema
 
 

@@ -29,9 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import polars as pl
-from numpy.typing import ArrayLike, NDArray
 
 from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
@@ -39,8 +37,8 @@ from persuasive.files.table_digest import columns_of, combine
 from persuasive.release import display
 from persuasive.release.stream_keys import check_unique
 from persuasive.release.stream_scan import Scan, published_expr, scan_cells, where_of
+from persuasive.release.table_base import TableFacts
 from persuasive.release.table_request import TableRequest
-from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
 
@@ -50,7 +48,7 @@ _IN_MEMORY = "release it in memory (engine='polars', --engine polars)"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class StreamingTableRelease(display.ReleaseResult):
+class StreamingTableRelease(TableFacts):
     """A count table released by suppression out of core, with its certificate (Prop 8, Bon et
     al. 2026): the protocol of :class:`persuasive.release.tables.TableRelease`, with the
     published table left on disk until it is written.
@@ -74,64 +72,10 @@ class StreamingTableRelease(display.ReleaseResult):
     r_explicit: bool = False
     unique_by: str = "sorted"
 
-    @property
-    def receiver(self) -> Any:
-        return self.params.receiver
-
-    @property
-    def h(self) -> int:
-        return self.params.h
-
-    @property
-    def r(self) -> int:
-        return self.params.r
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return self.params.keys
-
-    @property
-    def count(self) -> str:
-        return self.params.count
-
-    @property
-    def alpha(self) -> float:
-        """The α of the class: the Receiver model's α(h)."""
-        return float(self.receiver.alpha(self.h))
-
-    @property
-    def kappa(self) -> float:
-        """The certified κ = −log α."""
-        return self.certificate.kappa
-
-    @property
-    def claim(self) -> dict[str, Any]:
-        """The certificate's claim (:mod:`persuasive.report.kinds.table`)."""
-        return TABLE_KIND.claim(self.params)
-
     def summary(self) -> dict[str, Any]:
         """The numbers of :meth:`persuasive.release.tables.TableRelease.summary`, from the
         aggregates of the streamed pass (never part of the certificate)."""
-        n, n_sup = self.scan.rows, self.scan.suppressed
-        return {
-            "n_cells": n,
-            "n_suppressed": n_sup,
-            "n_released": n - n_sup,
-            "share_suppressed": n_sup / n,
-            "max_loss": self.kappa if self.scan.below_r else 0.0,
-            "h": self.h,
-            "r": self.r,
-            "alpha": self.alpha,
-            "kappa": self.kappa,
-        }
-
-    def calibration_curve(
-        self, hs: ArrayLike | None = None
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """κ(h) of the Receiver model (:meth:`TableRelease.calibration_curve`)."""
-        from persuasive.release.tables import TableRelease
-
-        return TableRelease.calibration_curve(self, hs)  # type: ignore[arg-type]
+        return self.summary_of(self.scan.rows, self.scan.suppressed, self.scan.below_r)
 
     # ------------------------------------------------------------------ the pipeline protocol
     def published_files(self, table_format: str) -> dict[str, Any]:
@@ -150,9 +94,6 @@ class StreamingTableRelease(display.ReleaseResult):
                 raise ValidationError(f"cannot write {name}: {rd._first_line(exc)}") from None
 
         return {name: write}
-
-    def custodian(self, table_format: str) -> dict[str, Any]:
-        return {}
 
     def expected(self, name: str) -> dict[str, Any] | None:
         """The digest of the published rows (:mod:`persuasive.files.table_digest`) in the types

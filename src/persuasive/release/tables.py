@@ -33,12 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import polars as pl
-from numpy.typing import ArrayLike, NDArray
 
 from persuasive.classes.receivers import (
-    R_MIN,
     NegativeBinomialReceiver,
     PoissonReceiver,
     Receiver,
@@ -49,6 +46,7 @@ from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
 from persuasive.release import display
 from persuasive.release.calibrate import calibrate_threshold
+from persuasive.release.table_base import TableFacts
 from persuasive.release.table_cells import published_column, read_cells, read_published
 from persuasive.release.table_request import TableRequest, check_engine
 from persuasive.report.kinds.table import KIND as TABLE_KIND
@@ -120,7 +118,7 @@ def _names(keys: Any, count: Any) -> tuple[tuple[str, ...], str]:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class TableRelease(display.ReleaseResult):
+class TableRelease(TableFacts):
     """A count table released by suppression, with its certificate (Prop 8, Bon et al. 2026).
 
     ``rel.write(folder)`` writes the release folder (the table, ``certificate.json``, optionally
@@ -147,46 +145,6 @@ class TableRelease(display.ReleaseResult):
     cells: pl.DataFrame = field(repr=False)
     r_explicit: bool = False
 
-    @property
-    def receiver(self) -> Receiver:
-        return self.params.receiver
-
-    @property
-    def h(self) -> int:
-        return self.params.h
-
-    @property
-    def r(self) -> int:
-        return self.params.r
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return self.params.keys
-
-    @property
-    def count(self) -> str:
-        return self.params.count
-
-    @property
-    def alpha(self) -> float:
-        """The α of the class 𝒞^{h,α}: the Receiver model's α(h)."""
-        return self.receiver.alpha(self.h)
-
-    @property
-    def kappa(self) -> float:
-        """The certified κ = −log α."""
-        return self.certificate.kappa
-
-    @property
-    def claim(self) -> dict[str, Any]:
-        """The certificate's claim (:mod:`persuasive.report.kinds.table`)."""
-        return TABLE_KIND.claim(self.params)
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        """The spec of the claim (TOML schema of ``docs/cli.md``; ``spec_from_dict`` reads it)."""
-        return dict(self.claim["spec"])
-
     @functools.cached_property
     def table(self) -> pl.DataFrame:
         """The custodian's view: the published columns, ``suppressed`` and the per-cell
@@ -200,45 +158,15 @@ class TableRelease(display.ReleaseResult):
 
     def summary(self) -> dict[str, Any]:
         """Data-dependent numbers for the custodian's report (never part of the certificate)."""
-        n = self.published.height
         n_sup = self.published.get_column(self.count).null_count()
         below_r = int((self.cells.get_column(self.count) < self.r).sum())
-        return {
-            "n_cells": n,
-            "n_suppressed": n_sup,
-            "n_released": n - n_sup,
-            "share_suppressed": n_sup / n,
-            "max_loss": self.kappa if below_r else 0.0,
-            "h": self.h,
-            "r": self.r,
-            "alpha": self.alpha,
-            "kappa": self.kappa,
-        }
-
-    def calibration_curve(
-        self, hs: ArrayLike | None = None
-    ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
-        """κ(h) = −log α(h) of the Receiver model on thresholds ``hs``; κ = inf where α(h) = 0
-        and where h is not an allowed threshold (h < R_MIN, or h < r for an explicitly given r:
-        Prop 8 gives no guarantee). Default ``hs``: R_MIN, ..., 2h."""
-        grid = np.arange(R_MIN, 2 * self.h + 1) if hs is None else np.asarray(hs)
-        if grid.ndim != 1 or grid.size == 0 or not np.all(grid == np.round(grid)):
-            raise ValidationError(f"hs must be a 1-d list of integer thresholds; got {hs!r:.60}")
-        grid = grid.astype(np.int64)
-        low = max(R_MIN, self.r) if self.r_explicit else R_MIN
-        kappas = np.array(
-            [np.inf if h < low else self.receiver.kappa(int(h)) for h in grid], dtype=np.float64
-        )
-        return grid, kappas
+        return self.summary_of(self.published.height, n_sup, below_r)
 
     # ------------------------------------------------------------------ the pipeline protocol
     def published_files(self, table_format: str) -> dict[str, Any]:
         from persuasive.release.pipeline import frame_files
 
         return frame_files({"released": self.published}, table_format)
-
-    def custodian(self, table_format: str) -> dict[str, Any]:
-        return {}
 
     def expected(self, name: str) -> pl.DataFrame | None:
         return self.published if Path(name).stem == "released" else None

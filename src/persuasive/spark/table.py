@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 from persuasive.errors import ValidationError
 from persuasive.files import reading as rd
 from persuasive.release import display
+from persuasive.release.table_base import TableFacts
 from persuasive.release.table_request import TableRequest
-from persuasive.report.kinds.table import KIND as TABLE_KIND
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
 from persuasive.spark import checks, session
@@ -53,7 +53,7 @@ class _Head:
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class SparkTableRelease(display.ReleaseResult):
+class SparkTableRelease(TableFacts):
     """A count table released by suppression on Spark, with its certificate (Prop 8, Bon et
     al. 2026): the protocol of :class:`persuasive.release.tables.TableRelease`.
 
@@ -83,46 +83,6 @@ class SparkTableRelease(display.ReleaseResult):
     r_explicit: bool = False
 
     @property
-    def receiver(self) -> Any:
-        return self.params.receiver
-
-    @property
-    def h(self) -> int:
-        return self.params.h
-
-    @property
-    def r(self) -> int:
-        return self.params.r
-
-    @property
-    def keys(self) -> tuple[str, ...]:
-        return self.params.keys
-
-    @property
-    def count(self) -> str:
-        return self.params.count
-
-    @property
-    def alpha(self) -> float:
-        """The α of the class 𝒞^{h,α}: the Receiver model's α(h)."""
-        return float(self.receiver.alpha(self.h))
-
-    @property
-    def kappa(self) -> float:
-        """The certified κ = −log α."""
-        return self.certificate.kappa
-
-    @property
-    def claim(self) -> dict[str, Any]:
-        """The certificate's claim (:mod:`persuasive.report.kinds.table`)."""
-        return TABLE_KIND.claim(self.params)
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        """The spec of the claim."""
-        return dict(self.claim["spec"])
-
-    @property
     def table(self) -> Any:
         """The custodian's view, a Spark DataFrame: the published columns, ``suppressed`` and
         the per-cell ``loss`` under the worst prior of the class (never published)."""
@@ -139,18 +99,8 @@ class SparkTableRelease(display.ReleaseResult):
     def summary(self) -> dict[str, Any]:
         """Data-dependent numbers for the custodian (never part of the certificate): the keys
         of :meth:`persuasive.release.tables.TableRelease.summary`."""
-        n, n_sup = self.counts["n_cells"], self.counts["n_suppressed"]
-        return {
-            "n_cells": n,
-            "n_suppressed": n_sup,
-            "n_released": n - n_sup,
-            "share_suppressed": n_sup / n,
-            "max_loss": self.kappa if self.counts["below_r"] else 0.0,
-            "h": self.h,
-            "r": self.r,
-            "alpha": self.alpha,
-            "kappa": self.kappa,
-        }
+        c = self.counts
+        return self.summary_of(c["n_cells"], c["n_suppressed"], c["below_r"])
 
     # ------------------------------------------------------------------ the pipeline protocol
     def _frame(self, table_format: str) -> Any:
@@ -201,9 +151,6 @@ class SparkTableRelease(display.ReleaseResult):
             ).csv(_uri(Path(path)))
 
         return {f"released.{table_format}": write}
-
-    def custodian(self, table_format: str) -> dict[str, Any]:
-        return {}
 
     def expected(self, name: str) -> dict[str, Any] | None:
         """The digest of the published table's rows, computed in Spark
