@@ -23,8 +23,9 @@ The kernels themselves, and the ``llvm.prefetch`` intrinsic, are compiled in
 
 A kernel only ever answers a question or gives up: a negative count, a duplicate, a key outside
 the table, hand over to the numpy/polars path, which names the first offending row. numba is
-imported (by :mod:`persuasive.release.table_jit`) only on the first call above :data:`MIN_ROWS` rows (``persuasive --version`` and
-the CLI, which read files, never import it); the kernels are compiled once per machine
+imported (by :mod:`persuasive.release.table_jit`) only on the first call above
+:data:`MIN_ROWS` rows (``persuasive --version`` and the CLI, which read files, never import
+it); the kernels are compiled once per machine
 (``cache=True``). Any failure to import or compile (numba missing, an unwritable cache) makes
 :func:`kernels` return None for the life of the process: the numpy/polars path is used.
 """
