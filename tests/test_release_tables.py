@@ -401,3 +401,45 @@ def test_a_duplicate_is_named_whatever_the_key_is_called(name: str, shape: str) 
         release_table(
             pl.DataFrame(data), keys=keys, count="c", h=5, receiver=PoissonReceiver(0.5, 3.0)
         )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"engine": "gpu"}, "engine must be one of polars, streaming, spark; got 'gpu'"),
+        ({"engine": 3}, "engine must be one of polars, streaming, spark; got 3"),
+        ({"spark": "local[1]"}, "spark='local[1]' is for engine='spark'"),
+        ({"engine": "streaming", "spark": "local[1]"}, "got engine='streaming'"),
+    ],
+)
+def test_a_bad_engine_is_one_line_naming_it(kwargs: dict[str, object], message: str) -> None:
+    df = pl.DataFrame({"k": ["a"], "n": [3]})
+    with pytest.raises(ValidationError) as info:
+        release_table(df, keys="k", count="n", h=5, receiver=POI, **kwargs)  # type: ignore[arg-type]
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--engine", "gpu"], "error: --engine must be one of polars, streaming, spark; got 'gpu'"),
+        (["--spark-master", "local[1]"], "error: --spark-master needs --engine spark"),
+        (["--engine", "spark", "--spark-master", " "], "master URL, e.g. local[2]; got ' '"),
+        (["--engine", "streaming", "--margins", "rows"], "error: --engine streaming releases"),
+    ],
+)
+def test_bad_engine_options_exit_2_with_one_line(
+    tmp_path: Path, options: list[str], message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from persuasive.cli import app
+
+    data = tmp_path / "t.csv"
+    data.write_text("k,n\na,3\nb,9\n", encoding="utf-8")
+    args = ["release", "table", str(data), "--keys", "k", "--count", "n", "--h", "5"]
+    args += ["--poisson-mean", "0.5:3", "--out", str(tmp_path / "out"), *options]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert message in result.stderr and not (tmp_path / "out").exists()

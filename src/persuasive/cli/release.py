@@ -271,7 +271,9 @@ def table_cmd(
     if spark_master is not None and engine != "spark":
         raise ValidationError(f"--spark-master needs --engine spark; got --engine {engine}")
     if spark_master is not None and not spark_master.strip():
-        raise ValidationError("--spark-master must be a master URL, e.g. local[2]; got ''")
+        raise ValidationError(
+            f"--spark-master must be a master URL, e.g. local[2]; got {spark_master!r}"
+        )
     planner = (objective, bound, method, mip_time_limit)
     if engine != "polars" and (margins is not None or any(o is not None for o in planner)):
         raise ValidationError(

@@ -320,12 +320,18 @@ def release_table(
 
             return release_table_spark(request, spark=spark)
         if spark is not None:
-            raise ValidationError(f"spark is for engine='spark'; got engine={engine_!r}")
+            raise ValidationError(
+                f"spark={spark!r:.60} is for engine='spark' (a session or a master URL); got "
+                f"engine={engine_!r}"
+            )
         from persuasive.release.streaming import release_table_streaming
 
         return release_table_streaming(request)
     if spark is not None:
-        raise ValidationError("spark is for engine='spark'; got engine='polars'")
+        raise ValidationError(
+            f"spark={spark!r:.60} is for engine='spark' (a session or a master URL); got "
+            "engine='polars'"
+        )
     made: pl.DataFrame | None = None
     if microdata:
         cells = grid.tabulate(source, ks, cnt)
