@@ -12,9 +12,9 @@ fresh subprocess whose peak resident memory (max RSS) is read from ``os.wait4``:
 
 ``engine``
     ``release_table(path, engine="streaming")`` (validation, keys proved unique, the digest of
-    the published rows), the published table sunk into a file, and the pipeline's check that
-    the written file reads back with that digest (``pipeline._check_written``, a streamed
-    pass): everything the streaming engine does.
+    the published rows), the published table sunk into a file, and the table kind's streamed
+    reading of the written file with the pipeline's check that it has that digest
+    (``pipeline._check_digests``): the engine and one reading of the publication.
 ``pipeline``
     ``rel.write(folder)`` with ``engine="streaming"``: the engine, then the pipeline's own reading
     of the publication for the certificate and the final verification (``persuasive verify``),
@@ -60,7 +60,9 @@ if stage == "engine":
         write(out / name)
         files[name] = out / name
     times["write"] = time.perf_counter() - t0
-    pipeline._check_written(rel, files)
+    from persuasive.report.kinds.table import KIND
+
+    pipeline._check_digests(rel, KIND.read_publication(rel.params, files))
     times["check"] = time.perf_counter() - t0
     how = rel.unique_by
 else:

@@ -169,3 +169,30 @@ def test_a_certificate_of_the_file_digest_form_still_verifies(tmp_path: Path) ->
     check = verify_certificate(out / "certificate.json", published=out)
     assert not check.ok
     assert any("publication.files[released.csv].sha256" in m for m in check.mismatches)
+
+
+def test_a_table_that_does_not_read_back_with_its_digest_is_not_published(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release that gives the digest of its rows (an engine whose table stays on disk or in
+    Spark) is checked against the digest read back from the written file: a mismatch is an
+    internal error and leaves nothing."""
+    from persuasive.files.output import OutputFolder
+    from persuasive.release.pipeline import InternalError, publish
+    from persuasive.release.streaming import StreamingTableRelease
+
+    data = tmp_path / "t.csv"
+    data.write_text("k,n\na,3\nb,9\nc,12\n", encoding="utf-8")
+    rel = release_table(data, keys="k", count="n", h=5, receiver=RECEIVER, engine="streaming")
+    right = rel.expected("released.csv")
+    assert right == td.digest_frame(
+        pl.DataFrame(
+            {"k": ["a", "b", "c"], "n": [None, 9, 12]}, schema={"k": pl.String, "n": pl.Int64}
+        )
+    )
+    wrong = {**right, "sha256": "0" * 64}
+    monkeypatch.setattr(StreamingTableRelease, "expected", lambda self, name: wrong)
+    with pytest.raises(InternalError, match="does not read back as released"):
+        publish(rel, OutputFolder(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]
