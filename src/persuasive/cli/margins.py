@@ -173,6 +173,8 @@ def run_margins(
     apriori: Path | None = None,
     hierarchy_file: str | None = None,
     hierarchy_lead: str | None = None,
+    engine: str = "polars",
+    spark_master: str | None = None,
 ) -> int:
     """The ``--margins`` route of ``release table``; returns the exit status. With
     ``microdata`` the records of ``data`` are counted first; absent key combinations are counts
@@ -180,8 +182,8 @@ def run_margins(
     Receiver knows, ``apriori`` a file of bounds it knows (key columns, ``lower``, ``upper``),
     ``hierarchy`` nested keys (``region>district``), ``hierarchy_file`` ``COLUMN=FILE`` items
     (:func:`persuasive.margins.hrc.load_specs`, read here so errors name the option);
-    ``method`` and
-    ``mip_time_limit`` (text, seconds) choose the planner (:func:`check_planner`)."""
+    ``method`` and ``mip_time_limit`` (text, seconds) choose the planner
+    (:func:`check_planner`); ``engine`` ``"spark"`` runs it on Spark at ``spark_master``."""
     from persuasive.errors import ValidationError
     from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.margins import check_margins_receiver, release_table_with_margins
@@ -237,6 +239,8 @@ def run_margins(
                 hierarchy=hierarchy,
                 hierarchy_file=files,
                 apriori=apriori,
+                engine=engine,
+                spark=spark_master,
                 method=meth,
                 mip_time_limit=limit,
             )

@@ -275,10 +275,10 @@ def table_cmd(
             f"--spark-master must be a master URL, e.g. local[2]; got {spark_master!r}"
         )
     planner = (objective, bound, method, mip_time_limit)
-    if engine != "polars" and (margins is not None or any(o is not None for o in planner)):
+    if engine == "streaming" and (margins is not None or any(o is not None for o in planner)):
         raise ValidationError(
-            f"--engine {engine} releases a table without margins; a table with --margins is "
-            "released in memory (--engine polars)"
+            "--engine streaming releases a table without margins: the planner and the audit of "
+            "a table with --margins read its whole grid of cells; use --engine polars or spark"
         )
     if margins is not None or any(o is not None for o in planner):
         from persuasive.cli.margins import run_margins
@@ -309,6 +309,8 @@ def table_cmd(
                 hierarchy_file=hierarchy_file,
                 hierarchy_lead=hierarchy_lead,
                 apriori=apriori,
+                engine=engine,
+                spark_master=spark_master,
             )
         )
     if (h is None) == (target_kappa is None):

@@ -41,6 +41,7 @@ from scipy import sparse
 
 from persuasive.errors import PersuasiveError
 from persuasive.margins.constraints import UNBOUNDED, constraint_system
+from persuasive.margins.parallel import map_tasks
 from persuasive.margins.table import MarginTable
 
 #: LP bounds within this distance of an integer are rounded to it (HiGHS feasibility tolerance).
@@ -293,6 +294,11 @@ def _component_bounds(
     return lower, upper
 
 
+def _bounds_of(piece: tuple[Any, ...]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_component_bounds` of one component's ``(A, b, lo, hi, true, cells)``."""
+    return _component_bounds(*piece)
+
+
 def attacker_intervals(table: MarginTable, *, use_threshold: bool = True) -> AttackIntervals:
     """Min and max of each suppressed cell consistent with the published table (LP, HiGHS).
 
@@ -316,11 +322,10 @@ def attacker_intervals(table: MarginTable, *, use_threshold: bool = True) -> Att
         hi = np.where(up == UNBOUNDED, np.inf, up).astype(np.float64)
     lower, upper = lo.copy(), hi.copy()
     true = table.counts.ravel()[cs.cells].astype(np.float64)
-    for cols in cs.components():
-        rows = cs.rows_of(cols)
-        if rows.size == 0:
-            continue
-        lower[cols], upper[cols] = _component_bounds(
+    pieces = [(cols, cs.rows_of(cols)) for cols in cs.components()]
+    pieces = [(cols, rows) for cols, rows in pieces if rows.size]
+    work = [
+        (
             cs.A[rows][:, cols],
             cs.b[rows].astype(np.float64),
             lo[cols],
@@ -328,6 +333,10 @@ def attacker_intervals(table: MarginTable, *, use_threshold: bool = True) -> Att
             true[cols],
             [int(c) for c in cs.cells[cols]],
         )
+        for cols, rows in pieces
+    ]  # the components' LPs are independent: on Spark's executors under a mapper
+    for (cols, _), bounds in zip(pieces, map_tasks(_bounds_of, work), strict=True):
+        lower[cols], upper[cols] = bounds
     return AttackIntervals(
         cs.cells, _round(lower), _round(upper), table.counts.ravel()[cs.cells], use_threshold
     )

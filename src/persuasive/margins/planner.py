@@ -49,6 +49,7 @@ import numpy as np
 
 from persuasive import _validation as v
 from persuasive._progress import task
+from persuasive.margins import parallel
 from persuasive.margins.attack import attacker_intervals
 from persuasive.margins.plan_result import SuppressionPlan
 from persuasive.margins.planning import (
@@ -203,22 +204,22 @@ def plan_suppression(
     runs: list[tuple[int, float, int, _State]] = []
     errors: list[InfeasiblePlanError] = []
     met_exact: dict[int, bool] = {}
+    base = (table, model, (r_, kap, bnd, cost), cap, n_try, max_states)
+    # under a mapper (Spark) the four runs are searched at once, each with its own cache, and
+    # the loop below keeps what the loop in one process keeps: the cache only saves work
+    eager = parallel.active()
+    done = parallel.map_tasks(_run, [(*base, s, cache) for s in STRATEGIES]) if eager else None
     with task("planner: search", total=len(STRATEGIES)) as advance:
         for k, strategy in enumerate(STRATEGIES):
             if k:
                 advance()  # run k - 1 is done (or skipped)
             if strategy[0] and not met_exact.get(k - 2, True):
                 continue  # run k - 2 met no exact component: the partners would change nothing
-            st = _State(table, model, (r_, kap, bnd, cost, strategy, cache))
-            try:
-                st.setup(max_states)
-                _search(st, cap, n_try, max_states)
-            except InfeasiblePlanError as exc:
-                errors.append(exc)
+            met_exact[k], got = done[k] if done is not None else _run((*base, strategy, cache))
+            if isinstance(got, InfeasiblePlanError):
+                errors.append(got)
                 continue
-            finally:
-                met_exact[k] = st.met_exact
-            st.prune(max_states)
+            st = got
             n_large, spent = int(np.isnan(st.bound[st.sup]).sum()), float(st.cost[st.sec].sum())
             runs.append((n_large, spent, k, st))
             if runs[-1][:2] <= (0, lb):
@@ -241,6 +242,20 @@ def plan_suppression(
         )
     plan = _result(st, worst, lb, obj, max_states, mcmc_audit)
     return plan if meth == "greedy" else optimal.after_greedy(plan, mip)
+
+
+def _run(args: tuple[Any, ...]) -> tuple[bool, _State | InfeasiblePlanError]:
+    """One greedy run: ``(whether it met an exact component, its pruned state)``, or the
+    :class:`InfeasiblePlanError` that ended it in place of the state."""
+    table, model, (r_, kap, bnd, cost), cap, n_try, max_states, strategy, cache = args
+    st = _State(table, model, (r_, kap, bnd, cost, strategy, cache))
+    try:
+        st.setup(max_states)
+        _search(st, cap, n_try, max_states)
+    except InfeasiblePlanError as exc:
+        return st.met_exact, exc
+    st.prune(max_states)
+    return st.met_exact, st
 
 
 def _verify(

@@ -27,6 +27,7 @@ from persuasive._progress import task
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.margins import dp, mcmc
 from persuasive.margins.constraints import UNBOUNDED, ConstraintSystem, constraint_system
+from persuasive.margins.parallel import map_tasks
 from persuasive.margins.table import MarginTable
 from persuasive.priors.cells import IndependentCellsPrior, _Points, _Table
 
@@ -139,6 +140,13 @@ def _best_order(
     return cands[best], sizes[best]
 
 
+def _component_dp(piece: tuple[Any, ...]) -> tuple[NDArray[np.float64], float]:
+    """The exact DP of one component: ``(log_pmf, log evidence)``
+    (:func:`persuasive.margins.dp.component_marginals`)."""
+    A, b, lo, logw, order = piece
+    return dp.component_marginals(A, b, lo, logw, order)
+
+
 def posterior_marginals(
     table: MarginTable,
     prior: IndependentCellsPrior,
@@ -197,14 +205,24 @@ def posterior_marginals(
     evid = np.zeros(cs.n_components)
     true = table.counts.ravel()[cs.cells]
     coords = np.array(np.unravel_index(cs.cells, table.shape)).reshape(len(table.shape), -1)
+    pieces = []
+    for cols in cs.components():
+        rows = cs.rows_of(cols)
+        A, b = cs.A[rows][:, cols], cs.b[rows]
+        order, size = _best_order(A, b - A @ cs.lo[cols], coords[:, cols])
+        pieces.append((cols, A, b, order, method != "mcmc" and size <= max_states, size))
+    # the exact components' DPs are independent (on Spark's executors under a mapper); with
+    # method="exact", only those before the first component too large, as the loop stops there
+    first_large = next((c for c, p in enumerate(pieces) if not p[4]), len(pieces))
+    upto = first_large if method == "exact" else len(pieces)
+    exact = [c for c in range(upto) if pieces[c][4]]
+    work = [(pieces[c][1], pieces[c][2], cs.lo[pieces[c][0]], logw[pieces[c][0]], pieces[c][3])
+            for c in exact]  # fmt: skip
+    solved = dict(zip(exact, map_tasks(_component_dp, work), strict=True))
     with task("margins: posterior of the suppressed cells", total=cs.cells.size) as advance:
-        for c, cols in enumerate(cs.components()):
-            rows = cs.rows_of(cols)
-            A = cs.A[rows][:, cols]
-            b = cs.b[rows]
-            order, size = _best_order(A, b - A @ cs.lo[cols], coords[:, cols])
-            if method != "mcmc" and size <= max_states:
-                lp, lz = dp.component_marginals(A, b, cs.lo[cols], logw[cols], order)
+        for c, (cols, A, _, _, is_exact, size) in enumerate(pieces):
+            if is_exact:
+                lp, lz = solved[c]
                 if not np.isfinite(lz):
                     raise ValidationError(
                         "prior puts zero mass on every completion of the published table "
@@ -218,7 +236,7 @@ def posterior_marginals(
                     f"component {c} ({cols.size} cells) needs {size:.3g} DP states > max_states = "
                     f"{max_states}; raise max_states or use method='auto' (MCMC estimate)"
                 )
-            else:
+            else:  # in component order here: the chains draw from one generator
                 lp, e = mcmc.sample_marginals(
                     A,
                     true[cols],

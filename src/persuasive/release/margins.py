@@ -34,7 +34,7 @@ from persuasive import _validation as v
 from persuasive._progress import task
 from persuasive.classes.receivers import Receiver, check_thresholds
 from persuasive.errors import ValidationError
-from persuasive.margins import attacker_intervals, worst_case_losses
+from persuasive.margins import attacker_intervals, parallel, worst_case_losses
 from persuasive.release import display
 from persuasive.release.margins_input import (  # re-exported
     BOUNDS,
@@ -78,6 +78,8 @@ def release_table_with_margins(
     method: str = "greedy",
     apriori: Any = None,
     mip_time_limit: float | None = None,
+    engine: str | None = None,
+    spark: Any = None,
 ) -> MarginRelease:
     r"""Suppress the cells below h, publish the margins exactly, plan, audit and compare.
 
@@ -148,6 +150,14 @@ def release_table_with_margins(
     mip_time_limit : float, optional
         Seconds for the program's whole loop (> 0; default ``optimal.TIME_LIMIT``); only
         with ``method="auto"`` or ``"mip"``, which need ``target_kappa``.
+    engine : {"polars", "spark"}, optional
+        ``"spark"`` reads and checks the cells on Spark, computes the margins' totals there
+        and runs each component's posterior and attacker LP, and the planner's runs, on the
+        executors (:mod:`persuasive.spark.margins`; ``docs/spark.md``): the same release as
+        ``"polars"``. Default: ``"spark"`` for a ``pyspark.sql.DataFrame``, else ``"polars"``.
+        ``"streaming"`` is refused: the planner and the audit read the whole grid of cells.
+    spark : SparkSession or str, optional
+        With engine spark: the session, or a master URL (default ``local[*]``).
 
     Raises
     ------
@@ -172,8 +182,6 @@ def release_table_with_margins(
     >>> rel.published["suppressed"].to_list(), bool(rel.worst.disclosed[0, 0]), rel.ok
     (['primary', None, None, None], True, False)
     """
-    from persuasive.margins.classical import classical_pattern, compare
-    from persuasive.margins.planner import InfeasiblePlanError
     from persuasive.release.grid import refuse_weight
 
     refuse_weight(weight)
@@ -195,6 +203,7 @@ def release_table_with_margins(
             f"method = {meth!r} needs target_kappa: the method chooses the secondary pattern "
             "planned to it; without a target leave method='greedy' (no secondary cells)"
         )
+    on_spark = _engine(engine, spark, frame, microdata, known)
     from persuasive.margins import hrc as hf
     from persuasive.margins.hierarchy import parse_hierarchy
     from persuasive.release.grid import known_rows
@@ -205,7 +214,9 @@ def release_table_with_margins(
         from persuasive.files.reading import as_source, header
         from persuasive.margins.hierarchy import hierarchy_names
 
-        ks = tuple(hf.all_keys(ks, files, header(as_source(frame))))
+        read = tuple(k for k in ks if k not in {lv for f in files for lv in f.levels[:-1]})
+        names = header(as_source(frame)) if on_spark is None else on_spark.names(read, count)
+        ks = tuple(hf.all_keys(ks, files, names))
         built = [">".join(f.levels) for f in files]
         chains = parse_hierarchy([*hierarchy_names(chains), *built], ks)
     if isinstance(known, str):
@@ -215,13 +226,79 @@ def release_table_with_margins(
                 "microdata pass a frame or file with the key columns of the known cells"
             )
         known = known_rows(frame, ks, known)
-    data = read_grid(frame, ks, count, bool(microdata), absent, chains, files)
+    if on_spark is not None:
+        on_spark.h, on_spark.r = h_, r_
+    data = read_grid(frame, ks, count, bool(microdata), absent, chains, files, on_spark)
     primary = primary_table(data, ks, count, h_, margins, known, chains, apriori)
     if not primary.margins:
         raise ValidationError(
             "margins: no margin given; a table without published totals is Prop 8's "
             "(persuasive release table without --margins)"
         )
+    with parallel.using(None if on_spark is None else _spark_checks(on_spark, primary, ks)):
+        return _analyse(
+            frame, primary, rec, data, (target, obj, bnd, meth, limit, r_),
+            (ks, count, absent, chains, files),
+        )  # fmt: skip
+
+
+def _engine(engine: Any, spark: Any, frame: Any, microdata: Any, known: Any) -> Any:
+    """For engine spark the reader of the cells (:class:`persuasive.spark.margins.SparkCells`),
+    for engine polars None."""
+    from persuasive.release.table_request import check_engine
+
+    eng = check_engine(engine, frame)
+    if eng == "streaming":
+        raise ValidationError(
+            "engine = 'streaming' releases a table without margins: the planner and the audit "
+            "of a table with margins read its whole grid of cells; use engine='polars' or "
+            "engine='spark'"
+        )
+    if eng == "polars":
+        if spark is not None:
+            raise ValidationError(f"spark = {spark!r:.60} needs engine='spark'")
+        return None
+    from persuasive.spark import session
+    from persuasive.spark.margins import SparkCells, refuse
+
+    session.pyspark()
+    if microdata:
+        raise refuse(
+            "microdata=True (--microdata): tabulate the records on Spark first "
+            "(df.groupBy(keys).count()); it"
+        )
+    if isinstance(known, str):
+        raise refuse(
+            f"known = {known!r:.60}, a column of the table: pass a frame or file with the key "
+            "columns of the known cells; a column of known cells"
+        )
+    return SparkCells(session.session_of(spark), frame, 1, 1)
+
+
+def _spark_checks(on_spark: Any, primary: Any, ks: tuple[str, ...]) -> Any:
+    """Spark's totals checked against the cells received; the mapper running the pieces on
+    the executors (:mod:`persuasive.spark.margins`)."""
+    from persuasive.spark.margins import check_totals, spark_mapper
+
+    assert on_spark.checked is not None
+    check_totals(on_spark.checked, on_spark.collected, ks, primary.margins)
+    return spark_mapper(on_spark.spark)
+
+
+def _analyse(
+    frame: Any,
+    primary: Any,
+    rec: Receiver,
+    data: Any,
+    plan_args: tuple[Any, ...],
+    grid_args: tuple[Any, ...],
+) -> MarginRelease:
+    """Audit the primary pattern, plan to the target, audit the final pattern and compare."""
+    from persuasive.margins.classical import classical_pattern, compare
+    from persuasive.margins.planner import InfeasiblePlanError
+
+    target, obj, bnd, meth, limit, r_ = plan_args
+    ks, count, absent, chains, files = grid_args
     with task("margins: audit of the primary pattern", total=1) as advance:
         primary_worst = worst_case_losses(primary, rec, r=r_)
         advance()

@@ -53,13 +53,16 @@ def read_grid(
     absent: str = "zero",
     hierarchy: Any = (),
     hrc: Any = (),
+    reader: Any = None,
 ) -> pl.DataFrame:
     """The cells: read (or, with ``microdata``, tabulated), then the absent combinations of the
     keys' levels added as counts of zero, except the structural zeros
     (:func:`persuasive.release.grid.margins_grid`: with ``absent="structural"``, and the
     combinations a hierarchy does not nest). ``hrc`` are hierarchy files
     (:class:`persuasive.margins.hrc.HrcFile`): the keys they build are not read but made from
-    them (:func:`persuasive.margins.hrc.add_levels`)."""
+    them (:func:`persuasive.margins.hrc.add_levels`). ``reader(source, keys, count)`` reads
+    and checks the cells in place of :func:`persuasive.release.tables.read_cells` (engine
+    spark: :class:`persuasive.spark.margins.SparkCells`)."""
     from persuasive.release import grid
     from persuasive.release.margins_output import CUSTODIAN_COLUMNS
     from persuasive.release.tables import read_cells
@@ -76,7 +79,10 @@ def read_grid(
         )
     built = {lv for f in hrc for lv in f.levels[:-1]}
     read = tuple(k for k in keys if k not in built)
-    cells = grid.tabulate(source, read, count) if microdata else read_cells(source, read, count)
+    if microdata:
+        cells = grid.tabulate(source, read, count)
+    else:
+        cells = (read_cells if reader is None else reader)(source, read, count)
     declared = grid.declared_levels(source, read, cells.schema)
     if hrc:
         from persuasive.margins.hrc import add_levels

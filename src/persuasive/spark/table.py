@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from persuasive.errors import ValidationError
-from persuasive.files import reading as rd
 from persuasive.release import display
 from persuasive.release.table_base import TableFacts
 from persuasive.release.table_request import TableRequest
 from persuasive.report.kinds.table import TableParams
 from persuasive.results import Certificate
-from persuasive.spark import checks, session
-from persuasive.spark.reading import _uri, blank_row, read_source
+from persuasive.spark import session
+from persuasive.spark.cells import Checked, checked_cells, opened, spark_errors
+from persuasive.spark.reading import _uri
 
 __all__ = ["SparkTableRelease", "release_table_spark"]
 
@@ -180,19 +180,6 @@ class SparkTableRelease(TableFacts):
         return "Table release", facts, _Head(self.published, n), (self.count,)
 
 
-def _spark_error(exc: BaseException) -> str | None:
-    """The first line saying what went wrong in a Spark error (the deepest ``Caused by``),
-    or None when ``exc`` is not one."""
-    module = type(exc).__module__
-    if not (module.startswith("pyspark") or module.startswith("py4j")):
-        return None
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
-    causes = [ln.removeprefix("Caused by: ") for ln in lines if ln.startswith("Caused by: ")]
-    text = causes[-1] if causes else next((ln for ln in lines if "Exception" in ln), "")
-    text = text or (lines[0] if lines else type(exc).__name__)
-    return text.split(": ", 1)[-1] if "Exception" in text.split(": ", 1)[0] else text
-
-
 def release_table_spark(request: TableRequest, *, spark: Any = None) -> SparkTableRelease:
     """Read, check and suppress a table on Spark (see the module docstring).
 
@@ -214,52 +201,18 @@ def release_table_spark(request: TableRequest, *, spark: Any = None) -> SparkTab
             "records on Spark first (df.groupBy(keys).count()), or use engine='polars'"
         )
     spark_ = session.session_of(spark)
-    keys, count = request.keys, request.count
-    read = read_source(spark_, request.source)
-    rd.require(read.names, key=list(keys), count=count)
-    _refuse_zoned(read.frame, keys)
-    if read.file is not None:
-        row = blank_row(read.file)
-        if row is not None:  # the polars engine's message: a row with every field missing
-            check = rd.key_checks(keys)[0]
-            ident = ", ".join(f"{k}={None!r}" for k in keys[1:])
-            at = f"row {row}" + (f" ({ident})" if ident else "")
-            raise ValidationError(f"column {check.column!r} at {at} {check.message}")
-    try:
-        return _release(read, request)
-    except ValidationError:
-        raise
-    except Exception as exc:
-        text = _spark_error(exc)
-        if text is None:
-            raise
-        raise ValidationError(f"cannot read {read.where}: {text[:300]}") from None
+    read = opened(spark_, request.source, request.keys, request.count)
+    checked = checked_cells(read, request.keys, request.count, request.h, request.r)
+    return spark_errors(read.where, lambda: _release(checked, request))
 
 
-def _refuse_zoned(frame: Any, keys: tuple[str, ...]) -> None:
-    """A timestamp key with a time zone (Spark's ``TIMESTAMP``) is refused: Spark writes it to
-    Parquet as INT96, which reads back as another type than the digest's."""
-    from pyspark.sql import types as T
-
-    for k in keys:
-        if isinstance(frame.schema[k].dataType, T.TimestampType):
-            raise ValidationError(
-                f"key column {k!r} is a timestamp with a time zone, which engine spark does not "
-                "publish yet; cast it to text (or to a timestamp without a time zone), or use "
-                "engine='polars'"
-            )
-
-
-def _release(read: Any, request: TableRequest) -> SparkTableRelease:
+def _release(checked: Checked, request: TableRequest) -> SparkTableRelease:
     from pyspark.sql import functions as F
 
     from persuasive.spark.grid import zero_fill
 
     keys, count, h = request.keys, request.count, request.h
-    frame = checks.with_ids(read.frame.select(*keys, count))
-    stats = checks.validate(frame, keys, count, h, request.r, read.where)
-    dtype = read.frame.schema[count].dataType
-    cells = read.frame.select(*keys, checks.count_column(count, dtype).alias(count))
+    cells, stats = checked.cells, checked.stats
     added = 0
     if request.absent == "zero" and len(keys) > 1:
         cells, added = zero_fill(cells, keys, count, stats.n)
