@@ -8,7 +8,9 @@ when a test or the start fails). The release is submitted as a user would submit
 the arguments of ``persuasive release table``. The oracles are independent of the Spark
 engine: the published rows are computed here with polars from the input, the certificate is
 the one the polars engine writes for the same input, and ``persuasive verify`` re-checks the
-folder.
+folder. A release with its margins (``--margins rows,cols --target-kappa K``, secondary
+suppression) is submitted to the same cluster, and its folder compared with the polars
+engine's byte for byte.
 
 :mod:`benchmarks.bench_spark` starts the same cluster (it imports :class:`StandaloneCluster`).
 """
@@ -345,6 +347,99 @@ def test_submitted_release_verifies_and_matches_the_polars_certificate(
     spark_cert = (work / "spark" / "certificate.json").read_bytes()
     polars_cert = (work / "polars" / "certificate.json").read_bytes()
     assert spark_cert == polars_cert
+
+
+# --------------------------------------------------------------------------------------------
+# The release with margins (secondary suppression), submitted to the same cluster
+# --------------------------------------------------------------------------------------------
+
+#: ``release table`` with its margins, the planner to a target κ (``docs/margins_release.md``).
+MARGINS = ["--keys", "area,age", "--count", "n", "--h", str(H), "--poisson-mean", "1:10",
+           "--margins", "rows,cols", "--target-kappa", "6"]  # fmt: skip
+#: The small cells of the margins table (row, column): each alone in its row and its column.
+SMALL_CELLS = [(0, 0), (2, 3), (5, 6), (7, 1), (10, 4)]
+
+
+def _margins_table(path: Path, rows: int = 12, cols: int = 8, seed: int = 11) -> None:
+    """A 12 x 8 count table (``area`` x ``age``) in shuffled order: counts 8..30, except the
+    cells of :data:`SMALL_CELLS`, below h, no two in a row or a column, so that the primary
+    pattern falls into one component per small cell."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(8, 31, (rows, cols))
+    for r, c in SMALL_CELLS:
+        counts[r, c] = rng.integers(0, H)
+    lines = ["area,age,n"]
+    for i in rng.permutation(rows * cols):
+        r, c = divmod(int(i), cols)
+        lines.append(f"{100 + r},{15 * c}-{15 * c + 14},{counts[r, c]}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _components(released: Path, statuses: Sequence[str]) -> int:
+    """The connected components of the published cells of ``statuses``, two cells linked when
+    they share an ``area`` or an ``age`` (a published row or column total)."""
+    import polars as pl
+
+    df = pl.read_csv(released, infer_schema=False)
+    cells = df.filter(pl.col("suppressed").is_in(list(statuses))).select("area", "age").rows()
+    parent = list(range(len(cells)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for axis in (0, 1):
+        first: dict[str, int] = {}
+        for i, cell in enumerate(cells):
+            parent[find(i)] = find(first.setdefault(cell[axis], i))
+    return len({find(i) for i in range(len(cells))})
+
+
+@pytest.fixture(scope="module")
+def released_margins(
+    cluster: StandaloneCluster, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The margins table, released with ``--margins rows,cols --target-kappa 6`` once by
+    ``spark-submit`` on the cluster (``--engine spark`` and the master added by submit.py) and
+    once by the polars engine."""
+    work = tmp_path_factory.mktemp("spark-margins")
+    _margins_table(work / "m.csv")
+    before = len(cluster.state().get("completedapps", []))
+    spark = cluster.submit(
+        SUBMIT, ["release", "table", "m.csv", *MARGINS, "--out", "spark"], cwd=work
+    )
+    after = cluster.state().get("completedapps", [])
+    polars = _run(["release", "table", "m.csv", *MARGINS, "--out", "polars"], work)
+    return {"work": work, "spark": spark, "polars": polars, "apps": (before, after)}
+
+
+def test_submitted_margins_release_verifies_and_is_the_polars_release(
+    released_margins: dict[str, Any],
+) -> None:
+    """Exit 0 on the cluster, ``persuasive verify --published`` passes, and the folder is the
+    polars engine's byte for byte (every file, the custodian's too); the primary pattern has a
+    component per small cell, and the planner hid secondary cells."""
+    work, spark = released_margins["work"], released_margins["spark"]
+    assert spark.returncode == 0, spark.stdout[-3000:] + spark.stderr[-4000:]
+    assert released_margins["polars"].returncode == 0, released_margins["polars"].stderr[-4000:]
+    before, after = released_margins["apps"]
+    assert len(after) == before + 1 and after[-1]["state"] == "FINISHED", after
+    check = _run(["verify", "spark/certificate.json", "--published", "spark"], work)
+    assert check.returncode == 0, check.stdout + check.stderr
+    published = work / "spark" / "released.csv"
+    assert _components(published, ["primary"]) == len(SMALL_CELLS)
+    assert "secondary" in published.read_text(encoding="utf-8")
+    assert _components(published, ["primary", "secondary"]) > 1  # several pieces to hand out
+    files = {p.name for p in (work / "polars").iterdir()}
+    assert {"certificate.json", "released.csv", "margins.csv"} <= files
+    assert files == {p.name for p in (work / "spark").iterdir()}
+    for name in sorted(files):
+        same = (work / "spark" / name).read_bytes() == (work / "polars" / name).read_bytes()
+        assert same, name
 
 
 def test_submitted_duplicate_key_exits_2_with_the_polars_error(
