@@ -13,24 +13,34 @@ Prints, in one run (``docs/scale.md``):
    at that size (measured in the same run);
 3. for each size of ``--streaming-sizes`` (default: those of ``--sizes``): the peak resident
    memory of the out-of-core engine (``--engine streaming``) against the in-memory engine's,
-   with the bytes per cell.
+   with the bytes per cell;
+4. with ``--margins`` (default ``100x8x8``; '' skips it): a release **with its margins**
+   (secondary suppression, ``docs/margins_release.md``) of a three-way table ``region`` x
+   ``a`` x ``b`` with the margins ``region+a,region+b`` and a target κ, so that the planner
+   runs: the table of each region is a rows-and-columns table of its own, and the suppressed
+   cells fall into many independent components (printed, counted from the published table).
+   The in-memory engine and Spark on ``local[2]``, end to end, the time and the ratio, and
+   whether the two output folders are byte-identical (every file, the custodian's too).
 
 Each release is a fresh ``persuasive`` (or ``spark-submit``) process, as a user runs it, so
 the Spark times include starting the JVM and the session: a 1000-cell release on each Spark
 path shows that fixed cost. The peak memory is the child's ``ru_maxrss`` (``os.wait4``). The
 input of each size is generated once into a temporary folder with ``make_big_table.py``
 (Parquet, an Int64 key ``cell`` in shuffled order, a count ``n``: a quarter below h = 5), and
-every release writes Parquet. Nothing is asserted; the load average is printed with each size,
-as the machine may be shared.
+every release writes Parquet (the format of its input). Nothing is asserted; the load average
+is printed with each size, as the machine may be shared.
 
 Run: ``python benchmarks/bench_spark.py [--sizes 1e7,1e8] [--cluster 1e8]
-[--streaming-sizes 1e6,1e7,1e8] [--order shuffled|sorted] [--tmp DIR]``
+[--streaming-sizes 1e6,1e7,1e8] [--margins 100x8x8] [--order shuffled|sorted] [--tmp DIR]``;
+the margins release alone: ``python benchmarks/bench_spark.py --sizes '' --cluster 0
+--streaming-sizes ''``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import resource
 import shutil
@@ -203,6 +213,112 @@ def memory(tmp: Path, sizes: Sequence[int], order: str, base: dict[int, Run]) ->
         sys.stdout.flush()
 
 
+#: The release with margins of part 4: h, the Receiver, the target κ (as in
+#: ``bench_margins_release.py``), and the margins of the ``region`` x ``a`` x ``b`` table.
+MARGINS_H, MARGINS_KAPPA, MARGINS_SHARE, MARGINS_SEED = 5, 6.0, 0.03, 2026
+MARGINS = ["--keys", "region,a,b", "--count", "n", "--h", str(MARGINS_H),
+           "--poisson-mean", "1:10", "--margins", "region+a,region+b",
+           "--target-kappa", f"{MARGINS_KAPPA:g}"]  # fmt: skip
+
+
+def make_margins_table(tmp: Path, shape: tuple[int, int, int]) -> Path:
+    """The ``region`` x ``a`` x ``b`` table of part 4, as Parquet (Int64 keys and count):
+    Poisson(12) counts, a share :data:`MARGINS_SHARE` of the cells replaced by 0..h-1 and
+    every other cell at least h (``bench_margins_release.make_counts``), in key order."""
+    import numpy as np
+    import polars as pl
+
+    path = tmp / f"margins-{'x'.join(map(str, shape))}.parquet"
+    rng = np.random.default_rng(MARGINS_SEED)
+    counts = rng.poisson(12.0, shape)
+    small = rng.random(shape) < MARGINS_SHARE
+    counts = np.where(small, rng.integers(0, MARGINS_H, shape), np.maximum(counts, MARGINS_H))
+    region, a, b = np.indices(shape)
+    frame = pl.DataFrame({"region": region.ravel(), "a": a.ravel(), "b": b.ravel(),
+                          "n": counts.ravel()})  # fmt: skip
+    frame.write_parquet(path)
+    return path
+
+
+def components(
+    released: Path, margins: Sequence[Sequence[str]], statuses: Sequence[str]
+) -> list[int]:
+    """The sizes of the connected components of the published cells of ``statuses``
+    (``released``: the published table, CSV or Parquet), two cells linked when they lie in the
+    same entry of a margin, largest first: the independent pieces of the audit, which
+    :mod:`persuasive.margins.constraints` may split further (it drops the margin entries that
+    the others imply, and what they linked may fall apart)."""
+    import polars as pl
+
+    read = pl.read_parquet if released.suffix == ".parquet" else pl.read_csv
+    df = read(released)
+    df = df.filter(pl.col("suppressed").is_in(list(statuses)))
+    parent = list(range(df.height))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for by in margins:
+        first: dict[tuple[object, ...], int] = {}
+        for i, key in enumerate(df.select(by).iter_rows()):
+            parent[find(i)] = find(first.setdefault(key, i))
+    sizes: dict[int, int] = {}
+    for i in range(df.height):
+        sizes[find(i)] = sizes.get(find(i), 0) + 1
+    return sorted(sizes.values(), reverse=True)
+
+
+def same_folders(one: Path, two: Path) -> tuple[bool, int]:
+    """Whether two output folders hold the same files with the same bytes; the number of files."""
+    names = sorted(p.name for p in one.iterdir())
+    if names != sorted(p.name for p in two.iterdir()):
+        return False, len(names)
+    return all((one / n).read_bytes() == (two / n).read_bytes() for n in names), len(names)
+
+
+def margins_release(tmp: Path, shape: tuple[int, int, int]) -> None:
+    """Part 4: a release with margins, polars against Spark local[2], and the two folders."""
+    print("== a release with margins: Spark local[2] against polars (end to end, one process "
+          "each) ==")  # fmt: skip
+    data = make_margins_table(tmp, shape)
+    print(f"{'x'.join(map(str, shape))} = {math.prod(shape)} cells (region x a x b), margins "
+          f"region+a,region+b, h = {MARGINS_H}, {MARGINS_SHARE:.0%} below h, Poisson 1:10, "
+          f"target kappa {MARGINS_KAPPA:g}, Parquet  ({load()})")  # fmt: skip
+    outs = {e: tmp / f"out-margins-{e}" for e in ("polars", "spark")}
+    runs = {}
+    for engine, extra in (("polars", []), ("spark", ["--spark-master", "local[2]"])):
+        shutil.rmtree(outs[engine], ignore_errors=True)
+        cmd = [PERSUASIVE, "release", "table", str(data), *MARGINS, "--engine", engine, *extra]
+        runs[engine] = run([*cmd, "--out", str(outs[engine]), "--quiet"], tmp, cluster_env())
+    base = runs["polars"]
+    if base.status == 0:
+        by = [["region", "a"], ["region", "b"]]
+        published = next(outs["polars"].glob("released.*"))  # Parquet in, Parquet out
+        first = components(published, by, ["primary"])
+        final = components(published, by, ["primary", "secondary"])
+        print(f"  components (cells linked by a margin entry): primary pattern {sum(first)} "
+              f"cells in {len(first)}; published pattern {sum(final)} cells in {len(final)}, "
+              f"the largest {final[0] if final else 0} cells")  # fmt: skip
+    print(f"  polars (in memory)                     : {base.shown(peak=False)}")
+    print(f"  Spark local[2]                         : {runs['spark'].shown(base, peak=False)}")
+    if base.status == 0 and runs["spark"].status == 0:
+        same, n = same_folders(outs["polars"], outs["spark"])
+        print(f"  output folders byte-identical          : {'yes' if same else 'NO'} ({n} files)")
+    sys.stdout.flush()
+
+
+def shape_of(text: str) -> tuple[int, int, int] | None:
+    if not text.strip():
+        return None
+    dims = tuple(int(d) for d in text.lower().split("x"))
+    if len(dims) != 3:
+        raise SystemExit(f"--margins takes REGIONSxAxB, e.g. 100x8x8; got {text!r}")
+    return dims  # type: ignore[return-value]
+
+
 def sizes_of(text: str) -> list[int]:
     return [int(float(s)) for s in text.split(",") if s.strip()]
 
@@ -212,12 +328,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sizes", default="1e7,1e8", help="cells, comma-separated (polars, Spark)")
     p.add_argument("--cluster", default="1e8", help="cells on the standalone cluster (0: none)")
     p.add_argument("--streaming-sizes", default=None, help="cells (default: --sizes; '': none)")
+    p.add_argument("--margins", default="100x8x8", help="regions x a x b of part 4 ('': none)")
     p.add_argument("--order", choices=("shuffled", "sorted"), default="shuffled")
     p.add_argument("--tmp", type=Path, default=None, help="keep the inputs here (default: temp)")
     args = p.parse_args(argv)
     sizes = sizes_of(args.sizes)
     on_cluster = int(float(args.cluster))
     mem = sizes if args.streaming_sizes is None else sizes_of(args.streaming_sizes)
+    shape = shape_of(args.margins)
     print(f"bench_spark.py  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
           f"{os.cpu_count()} cores  {load()}")  # fmt: skip
     with workdir(args.tmp) as tmp:
@@ -226,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             cluster(tmp, on_cluster, args.order, base.get(on_cluster))
         if mem:
             memory(tmp, mem, args.order, base)
+        if shape is not None:
+            margins_release(tmp, shape)
     return 0
 
 
