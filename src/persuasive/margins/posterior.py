@@ -41,6 +41,10 @@ MCMC_BURN_IN: int = 500
 #: Cap on the support width of a secondary cell that is in no published margin.
 MAX_WIDTH: int = 1 << 16
 
+#: Most entries (suppressed cells × the widest support) of the posterior's grid of values,
+#: 2**27 float64 (1 GiB); a larger grid is refused, naming the cell with the widest support.
+MAX_GRID: int = 1 << 27
+
 
 def cell_log_grid(
     prior: IndependentCellsPrior, cells: NDArray[np.intp], lo: NDArray[np.int64], width: int
@@ -197,6 +201,25 @@ def posterior_marginals(
         )
     widths = _widths(cs, prior)
     width = int(widths.max(initial=1))
+    if cs.cells.size * width > MAX_GRID:
+        wide = int(np.argmax(widths))
+        at = tuple(int(i) for i in np.unravel_index(cs.cells[wide], table.shape))
+        levels = getattr(table, "levels", None)
+        named = (
+            str(at)
+            if levels is None
+            else "("
+            + ", ".join(f"{d}={levels[d][i]!r}" for d, i in zip(table.dims, at, strict=True))
+            + ")"
+        )
+        raise UnsupportedCombinationError(
+            f"suppressed cell {named} can take {width:,} values given the published totals "
+            f"({int(cs.lo[wide])} to {int(cs.lo[wide]) + width - 1}), so the exact posterior of "
+            f"the {cs.cells.size:,} suppressed cells needs {cs.cells.size * width:,} grid "
+            f"entries, more than MAX_GRID = {MAX_GRID:,}: give a-priori upper bounds on the "
+            "large cells (apriori), publish fewer margins, or keep cells with large counts "
+            "from being hidden (known)"
+        )
     logw = cell_log_grid(prior, cs.cells, cs.lo, width)
     logw[np.arange(width)[None, :] >= widths[:, None]] = -np.inf
     log_pmf = np.full_like(logw, -np.inf)

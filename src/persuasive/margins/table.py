@@ -46,17 +46,46 @@ from persuasive.margins.margin_spec import (  # re-exported
 __all__ = ["ALIASES", "Margin", "MarginTable", "margin_sums", "parse_margins"]
 
 
+#: The largest total of a table: every margin entry is at most the grand total, and margins
+#: are summed in 64-bit integers.
+MAX_TOTAL = int(np.iinfo(np.int64).max)
+
+
 def _int_counts(counts: ArrayLike) -> NDArray[np.int64]:
-    a = v.array("counts", counts, nonneg=True)
-    if a.ndim == 0:
-        raise ValidationError(f"counts must be an array with at least one dimension; got {a}")
-    if not np.all(a == np.round(a)):
-        bad = np.argwhere(a != np.round(a))[0]
+    """The counts as int64, exactly: an integer array is never converted through float64
+    (which would change counts above 2**53), and the counts must add up to at most
+    :data:`MAX_TOTAL`, so that every margin total is exact."""
+    raw = np.asarray(counts)
+    if raw.dtype.kind in "iu" and raw.ndim > 0:
+        if raw.size and raw.dtype.kind == "u" and int(raw.max()) > MAX_TOTAL:
+            bad = tuple(int(b) for b in np.unravel_index(int(np.argmax(raw)), raw.shape))
+            raise ValidationError(
+                f"counts: entry {bad} is {int(raw[bad])}, above 2**63 - 1; counts are 64-bit "
+                "integers"
+            )
+        if raw.size and raw.dtype.kind == "i" and int(raw.min()) < 0:
+            v.array("counts", raw, nonneg=True)  # its message for a negative entry
+        a = raw.astype(np.int64)
+    else:
+        f = v.array("counts", counts, nonneg=True)
+        if f.ndim == 0:
+            raise ValidationError(f"counts must be an array with at least one dimension; got {f}")
+        if not np.all(f == np.round(f)):
+            bad = np.argwhere(f != np.round(f))[0]
+            raise ValidationError(
+                f"counts must be non-negative integers; entry {tuple(int(b) for b in bad)} is "
+                f"{f[tuple(bad)]}"
+            )
+        a = f.astype(np.int64)
+    high = int(np.sum(a >> 32, dtype=np.int64))  # exact for fewer than 2**32 cells
+    total = (high << 32) + int(np.sum(a & 0xFFFFFFFF, dtype=np.int64))
+    if total > MAX_TOTAL:
         raise ValidationError(
-            f"counts must be non-negative integers; entry {tuple(int(b) for b in bad)} is "
-            f"{a[tuple(bad)]}"
+            f"counts add up to {total}, above 2**63 - 1 = {MAX_TOTAL}: the margin totals would "
+            "not be exact in 64-bit integers; check the count column (a total that large is "
+            "not a count of people or units)"
         )
-    return a.astype(np.int64)
+    return a
 
 
 def _mask(name: str, value: Any, shape: tuple[int, ...]) -> NDArray[np.bool_]:
