@@ -81,3 +81,15 @@ def test_the_grid_check_leaves_ordinary_tables_alone() -> None:
         df, keys=["a", "b"], count="n", h=3, receiver=REC, margins="rows,cols"
     )
     assert rel.published["n"].to_list()[1:] == [900, 40, 50]
+
+
+def test_a_release_from_a_frame_publishes_counts_above_2_53_exactly(tmp_path: Path) -> None:
+    big = 2**60 + 1  # float64 would round it to 2**60
+    df = pl.DataFrame({"a": ["p", "p", "q", "q"], "b": ["x", "y", "x", "y"], "n": [big, 7, 9, 5]})
+    rel = release_table_with_margins(
+        df, keys=["a", "b"], count="n", h=3, receiver=REC, margins="rows"
+    )
+    assert rel.published["n"].to_list()[0] == big
+    rel.write(tmp_path / "out")
+    text = (tmp_path / "out" / "released.csv").read_text(encoding="utf-8")
+    assert str(big) in text and str(big + 7) in (tmp_path / "out" / "margins.csv").read_text()

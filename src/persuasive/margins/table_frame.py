@@ -29,7 +29,7 @@ def frame_grid(
     known: Any,
     apriori: Any,
 ) -> tuple[
-    NDArray[np.float64],
+    NDArray[Any],
     dict[str, list[Any]],
     NDArray[np.bool_] | None,
     NDArray[np.bool_] | None,
@@ -66,8 +66,13 @@ def frame_grid(
     idx = tuple(
         np.searchsorted(np.array(levels[k], dtype=object), frame[k].to_numpy()) for k in keys
     )
-    arr = np.zeros(shape, dtype=np.float64)
-    arr[idx] = frame[count].to_numpy()
+    c = frame[count]
+    # integer counts stay integers (a count above 2**53 would change through float64); an
+    # unsigned column keeps its type, so that MarginTable names a count above 2**63 - 1
+    exact = c.dtype.is_integer() and not c.null_count()
+    kind = (np.uint64 if str(c.dtype) == "UInt64" else np.int64) if exact else np.float64
+    arr = np.zeros(shape, dtype=kind)
+    arr[idx] = c.to_numpy()
     structural = None
     if absent == "structural" and sparse:
         structural = np.ones(shape, dtype=bool)
@@ -93,7 +98,7 @@ def frame_grid(
             shown = ", ".join(f"{k}={levels[k][i]!r}" for k, i in zip(keys, cell, strict=True))
             top = "none" if upper[cell] == NO_UPPER else str(int(upper[cell]))
             raise ValidationError(
-                f"apriori: the cell ({shown}) has count {arr[cell]:g}, outside its a-priori "
+                f"apriori: the cell ({shown}) has count {float(arr[cell]):g}, outside its a-priori "
                 f"bounds [{int(lower[cell])}, {top}]: bounds must hold for the true table "
                 "(lower <= count <= upper)"
             )
