@@ -494,3 +494,91 @@ def test_cli_release_same_folder_and_verifies(
         checked = cli("verify", cert, "--published", str(folder))
         assert checked.exit_code == 0, checked.stdout
         assert cli("verify", cert).exit_code == 0  # the published files beside it
+
+
+# ------------------------------------------------- the audit without the grid on the driver
+def _audit_case(seed: int, shape: tuple[int, ...], margins: str, tmp: Path) -> tuple[Any, ...]:
+    """A shuffled CSV table of small Poisson counts; its keys ``a``, ``b``, ``c``."""
+    rng = np.random.default_rng(seed)
+    names = ["a", "b", "c"][: len(shape)]
+    grids = np.meshgrid(*[np.arange(s) for s in shape], indexing="ij")
+    counts = rng.poisson(rng.uniform(2, 7), size=shape)
+    cols = {n: [f"L{v:02d}" for v in g.ravel()] for n, g in zip(names, grids, strict=True)}
+    df = pl.DataFrame({**cols, "n": counts.ravel()}).sample(fraction=1.0, shuffle=True, seed=seed)
+    path = tmp / f"audit{seed}.csv"
+    df.write_csv(path)
+    return path, names, margins
+
+
+@pytest.mark.parametrize(
+    ("seed", "shape", "margins"),
+    [
+        (1, (9, 8), "a,b"),
+        (2, (5, 4, 3), "a+b,c"),
+        (3, (7, 6), "a,b,total"),
+        (4, (4, 4, 4), "a,b,c"),
+        (5, (30, 4, 4), "a+b,a+c"),  # one table per level of a: many components
+    ],
+)
+def test_the_spark_audit_equals_the_in_memory_audit_of_the_primary_pattern(
+    spark: Any, tmp_path: Path, seed: int, shape: tuple[int, ...], margins: str
+) -> None:
+    from persuasive.spark.margin_audit import audit_margins_spark
+
+    path, names, m = _audit_case(seed, shape, margins, tmp_path)
+    rel = release_table_with_margins(path, keys=names, count="n", h=3, receiver=RECEIVER, margins=m)
+    got = audit_margins_spark(
+        path, keys=names, count="n", h=3, receiver=RECEIVER, margins=m, spark=spark
+    )
+    rows = pl.from_arrow(got.cells.toArrow())
+    assert isinstance(rows, pl.DataFrame)
+    w, table = rel.primary_worst, rel.primary
+    at = tuple(
+        np.searchsorted(np.array(table.levels[k], dtype=object), rows[k].to_numpy()) for k in names
+    )
+    # every suppressed cell once, with its true count, and the in-memory values bit for bit
+    assert got.n_suppressed == rows.height == int(table.suppressed.sum())
+    assert bool(table.suppressed[at].all()) and rows["n"].to_list() == table.counts[at].tolist()
+    for name in ("kappa_lower", "kappa_upper", "kappa_published", "disclosed"):
+        np.testing.assert_array_equal(rows[name].to_numpy(), getattr(w, name)[at], strict=True)
+    assert got.max_kappa_published == float(w.kappa_published.max())
+    assert got.n_disclosed == int(w.disclosed.sum()) and got.n_cells == table.n_cells
+    # the components found on Spark are the graph components of the in-memory constraints
+    from persuasive.margins.constraints import _labels, full_incidence
+
+    full, _ = full_incidence(table)
+    cells = np.flatnonzero(table.suppressed.ravel())
+    A = full[:, cells].tocsr()
+    lab = _labels(A[np.asarray(A.sum(axis=1)).ravel() > 0].tocsr(), cells.size)
+    ours = dict(zip(cells.tolist(), lab.tolist(), strict=True))
+    flat = np.ravel_multi_index(at, table.shape)
+    pairs = set(zip(rows["component"].to_list(), [ours[int(f)] for f in flat], strict=True))
+    assert got.n_components == len(pairs) == int(lab.max()) + 1  # a bijection of labels
+    if seed == 5:
+        assert got.n_components > 5
+
+
+def test_the_spark_audit_refuses_what_it_cannot_audit(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from persuasive.classes.receivers import SmallCellReceiver
+    from persuasive.spark import margin_audit
+
+    path, names, m = _audit_case(1, (9, 8), "a,b", tmp_path)
+    kw: dict[str, Any] = {"keys": names, "count": "n", "h": 3, "spark": spark}
+    with pytest.raises(ValidationError, match="kappa = inf once a margin is published"):
+        margin_audit.audit_margins_spark(path, receiver=SmallCellReceiver(0.5), margins=m, **kw)
+    with pytest.raises(ValidationError, match="margins: no margin given"):
+        margin_audit.audit_margins_spark(path, receiver=RECEIVER, margins="", **kw)
+    monkeypatch.setattr(margin_audit, "MAX_BOX_CELLS", 4)
+    with pytest.raises(ValidationError, match=r"spans \d+ cells .* above MAX_BOX_CELLS = 4"):
+        margin_audit.audit_margins_spark(path, receiver=RECEIVER, margins=m, **kw)
+    bad = tmp_path / "dup.csv"
+    bad.write_text("a,b,n\nx,y,1\nx,y,2\n", encoding="utf-8")
+    with pytest.raises(ValidationError) as spark_err:
+        margin_audit.audit_margins_spark(bad, receiver=RECEIVER, margins="a,b", **kw)
+    with pytest.raises(ValidationError) as polars_err:
+        release_table_with_margins(
+            bad, keys=["a", "b"], count="n", h=3, receiver=RECEIVER, margins="a,b"
+        )
+    assert str(spark_err.value) == str(polars_err.value)
