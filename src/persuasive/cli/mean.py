@@ -163,6 +163,9 @@ def mean_cmd(
             ("Receivers", f"Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
             ("noise", "none (exact)" if kind is None else f"{kind}, scale {c.num(scale)}"),
         ]
+        advice = release.noise_advice
+        if advice is not None:  # noise that does not pay under this class is said so
+            notes.append(advice)
         status = output.finish(release, rows, step, notes, target_kappa)
     raise typer.Exit(status)
 

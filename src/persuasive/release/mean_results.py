@@ -69,6 +69,18 @@ class _Means(display.ReleaseResult):
         """κ against r1 (exact mean) or against the noise sd: ``(xs, kappas, label)``."""
         return _curve(self.params, xs)
 
+    @property
+    def noise_advice(self) -> str | None:
+        """With Gaussian noise certifying no smaller κ than the exact mean under the stated
+        class: one sentence saying why, and under which class noise would pay
+        (:func:`persuasive.release.mean_advice.noise_advice`); else None."""
+        from persuasive.release.mean_advice import noise_advice
+
+        p = self.params
+        if p.noise_sd is None:
+            return None
+        return noise_advice(p.r1, p.r2, p.noise_sd, p.max_mean_sd, p.delta)
+
     def statement(self) -> str:
         """The guarantee in one plain sentence."""
         return str(MEAN_KIND.certify(self.params).guarantee["statement"])
