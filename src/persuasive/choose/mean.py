@@ -1,0 +1,182 @@
+r"""The Sender's choice for a mean: exact, Gaussian noise, or nothing (eq. 5, Bon et al. 2026).
+
+Given Prop 7's class (with, optionally, a bound V on the Receiver's prior sd of the mean and a
+bound :math:`r_0` on its error about any one person), a target (κ, δ) and the utility loss
+*expected squared error of the released value as an estimate of the mean*, the families this
+library certifies are:
+
+* **exact** — the mean itself: error 0, κ = :math:`r_1 + \log r_2` at δ = 0 (Prop 7), or the
+  smaller bound of :func:`persuasive.certify.bounded_error.bounded_error_kappa` with
+  :math:`r_0`;
+* **gaussian** — the mean plus :math:`\mathcal N(0, \sigma^2)`: error σ², κ(δ; σ) of
+  :func:`persuasive.certify.noisy_mean.gaussian_noise_kappa` (or the bounded-error bound),
+  non-increasing in σ (``docs/release_means.md``), so the best σ is the smallest that meets
+  the target, found by bisection on log σ — exact up to the bisection's tolerance, rounded up;
+* **withhold** — nothing released: κ = 0, error unbounded.
+
+Laplace noise is listed and refused: it has no finite κ against this class at δ < 1/2
+(``docs/release_means.md``, (c′)). Coarsening (rounding the mean) is not certified by this
+library and is listed as such.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from persuasive import _domains as dm
+from persuasive._rounding import ceil_log_sum
+from persuasive.certify.bounded_error import bounded_error_kappa
+from persuasive.certify.noisy_mean import gaussian_noise_kappa
+from persuasive.choose.frontier import Candidate, Choice
+from persuasive.errors import ValidationError
+
+__all__ = ["choose_mean"]
+
+#: Bisection steps on log σ (the bracket is 60 nats wide: 2^-50 of it is ~5e-14 relative).
+BISECT_STEPS = 50
+#: Points of the frontier over σ.
+FRONTIER_POINTS = 41
+UTILITY = "expected squared error"
+
+
+def choose_mean(
+    *,
+    r1: float,
+    r2: float,
+    target_kappa: float,
+    delta: float = 0.05,
+    max_mean_sd: float | None = None,
+    max_person_error: float | None = None,
+) -> Choice:
+    r"""The release of a mean with the least expected squared error among those certified at
+    κ ≤ ``target_kappa`` (δ ≤ ``delta``) against the stated class.
+
+    .. math:: M^\star = \arg\min_{M \in \mathcal F} \mathbb E\,(T - \bar x)^2
+              \quad\text{s.t. } M \text{ is } (\mathcal I, \mathcal Q_x, \kappa, \delta)\text{-PP}
+
+    Parameters
+    ----------
+    r1, r2 : float
+        Prop 7's class.
+    target_kappa : float
+        The κ asked for (>= 0).
+    delta : float
+        The failure probability allowed to noisy families (the exact mean needs none).
+    max_mean_sd : float, optional
+        V: the Receiver's prior sd of the mean is at most V (noise can pay only then).
+    max_person_error : float, optional
+        :math:`r_0`: the Receiver's error about any one person is at most :math:`r_0` prior
+        sds (needs ``max_mean_sd``; :class:`persuasive.classes.bounded_error
+        .BoundedErrorGaussianClass`).
+
+    Returns
+    -------
+    Choice
+
+    Examples
+    --------
+    >>> c = choose_mean(r1=1.0, r2=4.0, target_kappa=3.0)
+    >>> c.best.family, round(c.best.kappa, 4)        # noise cannot beat the exact mean here
+    ('exact', 2.3863)
+    >>> c = choose_mean(r1=1.0, r2=4.0, target_kappa=1.0, max_mean_sd=1.0, max_person_error=1.0)
+    >>> c.best.family, c.best.kappa <= 1.0, round(c.best.parameter, 3)
+    ('gaussian', True, 4.045)
+    """
+    r1, r2 = dm.check("r1", r1), dm.check("r2", r2)
+    target = dm.check("target_kappa", target_kappa)
+    delta = dm.check("delta", delta)
+    v = None if max_mean_sd is None else dm.check("max_mean_sd", max_mean_sd)
+    r0 = None
+    if max_person_error is not None:
+        r0 = dm.check("max_mean_sd", max_person_error, name="max_person_error")
+        if v is None:
+            raise ValidationError(
+                "max_person_error needs max_mean_sd (a bound V on the Receiver's prior sd of "
+                "the mean): against a Receiver whose prior on the mean is vague, noise is "
+                f"negligible; got max_person_error = {r0:g} and max_mean_sd = None"
+            )
+
+    def kappa_of(sigma: float) -> float:
+        if r0 is not None:
+            assert v is not None
+            return bounded_error_kappa(
+                r1, r2, max_person_error=r0, max_mean_sd=v, sigma=sigma, delta=delta
+            )
+        if sigma == 0.0:
+            return ceil_log_sum(r1, r2)
+        return gaussian_noise_kappa(r1, r2, sigma, v, delta)[0]
+
+    exact_k = kappa_of(0.0)
+    exact = Candidate(
+        "exact", None, exact_k, 0.0, 0.0, exact_k <= target,
+        f"κ = {exact_k:.4g} at δ = 0 "
+        + ("(Prop 7, Bon et al. 2026)" if r0 is None
+           else "(Prop 7 with bounded error on every person, docs/release_means.md, (e))"),
+    )  # fmt: skip
+    gauss = _gaussian(kappa_of, target, delta, v)
+    withhold = Candidate("withhold", None, 0.0, 0.0, math.inf, True, "nothing is released")
+    laplace = Candidate(
+        "laplace", None, math.inf, delta, math.inf, False,
+        "Laplace noise has no finite κ against this class at δ < 1/2 (docs/release_means.md, "
+        "(c′))",
+    )  # fmt: skip
+    coarse = Candidate(
+        "coarsening", None, math.inf, 0.0, math.inf, False,
+        "a rounded mean is not certified by this library",
+    )  # fmt: skip
+    candidates = (exact, gauss, laplace, coarse, withhold)
+    certified = [c for c in candidates if c.certified]
+    best = min(certified, key=lambda c: (c.loss, c.kappa))
+    frontier = [exact, *_curve(kappa_of, target, delta, v)]
+    return Choice(
+        best, candidates, tuple(frontier), target, delta, UTILITY, True,
+        ("the families are one-parameter and monotone: the best is exact up to the bisection "
+         "on log σ, whose σ is rounded up",),
+    )  # fmt: skip
+
+
+def _gaussian(kappa_of: object, target: float, delta: float, v: float | None) -> Candidate:
+    """The smallest noise sd meeting the target (bisection on log σ; κ non-increasing in σ)."""
+    assert callable(kappa_of)
+    if delta <= 0.0:
+        return Candidate(
+            "gaussian", None, math.inf, 0.0, math.inf, False,
+            "Gaussian noise has no finite κ at δ = 0 (the noise is unbounded)",
+        )  # fmt: skip
+    scale = 1.0 if v is None else v
+    lo, hi = math.log(scale) - 30.0, math.log(scale) + 30.0
+    top = kappa_of(math.exp(hi))
+    if top > target:
+        return Candidate(
+            "gaussian", math.exp(hi), top, delta, math.exp(2 * hi), False,
+            f"no noise sd certifies κ ≤ {target:g}: the bound stays at {top:.4g} or above "
+            "(without max_mean_sd, or a bound r0 on the error about one person, it cannot "
+            "fall below the chi-square quantile; docs/release_means.md)",
+        )  # fmt: skip
+    if kappa_of(math.exp(lo)) <= target:
+        hi = lo
+    else:
+        for _ in range(BISECT_STEPS):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if kappa_of(math.exp(mid)) <= target else (mid, hi)
+    sigma = math.exp(hi)
+    k = kappa_of(sigma)
+    return Candidate(
+        "gaussian", sigma, k, delta, sigma * sigma, k <= target,
+        "the smallest noise sd whose certified κ meets the target (κ is non-increasing in σ)",
+    )  # fmt: skip
+
+
+def _curve(kappa_of: object, target: float, delta: float, v: float | None) -> list[Candidate]:
+    """κ and error over a geometric grid of σ, for the frontier."""
+    assert callable(kappa_of)
+    if delta <= 0.0:
+        return []
+    scale = 1.0 if v is None else v
+    out = []
+    for s in np.geomspace(scale / 100.0, scale * 100.0, FRONTIER_POINTS):
+        k = kappa_of(float(s))
+        out.append(Candidate("gaussian", float(s), k, delta, float(s) ** 2, k <= target, ""))
+    return out
