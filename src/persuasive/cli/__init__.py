@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from persuasive.cli import demo, release, spec, verify
+from persuasive.cli import choose, demo, release, spec, verify
 from persuasive.cli._app import DEBUG, PersuasiveGroup
 
 __all__ = ["app", "main"]
@@ -72,6 +72,7 @@ for _group in (spec.app, verify.app, demo.app):
     for _cmd in _group.registered_commands:
         app.registered_commands.append(_cmd)
 app.add_typer(release.app, name="release")
+app.add_typer(choose.app, name="choose")
 
 
 @app.command("version")
