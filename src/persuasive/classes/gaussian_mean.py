@@ -22,6 +22,7 @@ on the mean can be certified. ``None`` (the default) is Prop 7's class exactly.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,18 +88,25 @@ class GaussianMeanClass(PriorClass):
             object.__setattr__(self, name, param.check(name, getattr(self, name)))
 
     def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
-        if not isinstance(prior, GaussianPrior):
+        # The structured priors of the search audit (audit/gaussian_search.py) state their
+        # terms in O(n); none exists unless that module is loaded, so it is not imported here.
+        search = sys.modules.get("persuasive.audit.gaussian_search")
+        structured = search is not None and isinstance(prior, search.StructuredGaussianPrior)
+        if not isinstance(prior, GaussianPrior) and not structured:
             return False
         if x is None:
             raise ValidationError("GaussianMeanClass depends on x (through its mean); pass x")
         xs = as_dataset(x)
         if xs.shape[0] != prior.dim:
             raise ValidationError(f"x must have n = {prior.dim} entries; got {xs.shape[0]}")
-        w2, c_phi, spread = class_terms(prior.mean_, prior.cov_, xs)
+        if structured:
+            w2, c_phi, spread, sbar = prior.class_terms(xs)  # type: ignore[attr-defined]
+        else:
+            w2, c_phi, spread = class_terms(prior.mean_, prior.cov_, xs)  # type: ignore[attr-defined]
+            sbar = float(prior.cov_.sum()) / prior.dim**2  # type: ignore[attr-defined]
         slack = 1.0 + tol.CLASS_RTOL
         inside = bool(w2 <= self.r1 * slack and c_phi <= self.r2 * spread * slack)
         if self.max_mean_sd is not None:
-            sbar = float(prior.cov_.sum()) / prior.dim**2
             inside = inside and sbar <= self.max_mean_sd**2 * slack
         return inside
 
