@@ -28,7 +28,7 @@ from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import UnsupportedCombinationError, ValidationError
-from persuasive.linear.structured import CovOps, as_cov
+from persuasive.linear.structured import CovOps, as_cov, column_patterns
 from persuasive.mechanisms.linear import noise_covariance
 
 #: Singular values of A below ``RANK_RTOL * largest`` are treated as zero (redundant rows).
@@ -84,7 +84,7 @@ class LinearAnalysis:
     gamma: NDArray[np.float64]
     exposed: NDArray[np.bool_]
     rank: int
-    _B: NDArray[np.float64] = field(repr=False)  # rows b_i = L^T a_i, (n, r)
+    _B: NDArray[np.float64] = field(repr=False)  # rows b_i = L^T a_i, (n, r) (an F-order view)
     _W: NDArray[np.float64] = field(repr=False)  # y = W (t - A mu), (r, k)
     _svd: tuple[Any, ...] = field(repr=False)
     _cov: Any = field(repr=False)
@@ -249,6 +249,26 @@ class LinearAnalysis:
         return out
 
 
+def row_svd(a: NDArray[np.float64]) -> tuple[Any, ...]:
+    """Thin SVD ``(u, s, vt)`` of A (k, n) without the singular values below ``RANK_RTOL``
+    times the largest: vt (r, n) is an orthonormal basis of A's row space.
+
+    Through :func:`~persuasive.linear.structured.column_patterns` when A has few distinct
+    columns (O(nk + mk²), as exact as the SVD of A), else ``numpy.linalg.svd`` (O(nk²)).
+    """
+    pat = column_patterns(a)
+    if pat is None:
+        u, s, vt = np.linalg.svd(a, full_matrices=False)
+    else:
+        u, s, wt, w = pat.svd()
+    keep = s > RANK_RTOL * s[0]
+    if pat is not None:
+        vt = wt[keep][:, pat.index] * (1.0 / np.sqrt(w))[pat.index]
+    else:
+        vt = vt[keep]
+    return u[:, keep], s[keep], vt
+
+
 def analyse(mean: ArrayLike, cov: Any, A: ArrayLike, R: ArrayLike | None = None) -> LinearAnalysis:
     r"""Analyse the release :math:`T = Ax + \mathcal N(0, R)` under the prior N(mean, cov).
 
@@ -287,30 +307,28 @@ def analyse(mean: ArrayLike, cov: Any, A: ArrayLike, R: ArrayLike | None = None)
     sig2 = ops.variances()
     if np.any(sig2 <= 0):
         raise ValidationError("cov must have positive variances (a positive definite prior)")
-    u, s, vt = np.linalg.svd(a, full_matrices=False)
-    keep_s = s > RANK_RTOL * s[0]
-    svd = (u[:, keep_s], s[keep_s], vt[keep_s])
+    svd = row_svd(a)
     exact = not np.any(r)
     if exact:  # orthonormal basis of the row space: T' = S^-1 U^T T
         stat, w_t = svd[2], (svd[0] / svd[1]).T
         noise = np.zeros((stat.shape[0], stat.shape[0]))
     else:
         stat, w_t, noise = a, np.eye(k), r
-    sat = ops.times_At(stat)  # Σ Aᵀ, (n, k')
-    pmat = stat @ sat
+    sa = ops.times_A(stat)  # A Σ, (k', n): every n-long product in the wide layout
+    pmat = sa @ stat.T
     g = 0.5 * (pmat + noise + (pmat + noise).T)
     w, q = np.linalg.eigh(g)
     keep = w > tol.PSD_RTOL * max(float(w[-1]), 1e-300)
     lmat = q[:, keep] / np.sqrt(w[keep])
-    b = sat @ lmat
-    bb = np.einsum("ij,ij->i", b, b)
+    bt = lmat.T @ sa  # rows of b_i = L^T a_i as columns, (r, n)
+    bb = np.einsum("ij,ij->j", bt, bt)
     post = np.maximum(sig2 - bb, 0.0)
     if exact:
         gamma = np.ones(n)
     else:
         mpm = lmat.T @ pmat @ lmat
         with np.errstate(invalid="ignore", divide="ignore"):
-            gamma = ((b @ mpm) * b).sum(axis=1) / bb
+            gamma = np.einsum("ij,ij->j", mpm @ bt, bt) / bb
         gamma = np.clip(np.nan_to_num(gamma, nan=1.0), 0.0, 1.0)
     return LinearAnalysis(
         mean=mu,
@@ -321,8 +339,8 @@ def analyse(mean: ArrayLike, cov: Any, A: ArrayLike, R: ArrayLike | None = None)
         rho2=np.clip(bb / sig2, 0.0, 1.0),
         gamma=gamma,
         exposed=post <= tol.VAR_RTOL * sig2,
-        rank=int(keep_s.sum()),
-        _B=b,
+        rank=int(svd[1].size),
+        _B=bt.T,
         _W=lmat.T @ w_t,
         _svd=svd,
         _cov=ops,

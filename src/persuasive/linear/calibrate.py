@@ -13,6 +13,7 @@ bracket; the achieved κ is re-evaluated at the returned s. As s → ∞, κ ten
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -57,6 +58,64 @@ class Withholding:
     mechanism: LinearGaussian | None
 
 
+class ClassCurve:
+    r"""``cls.noise_kappa(R, k, delta)`` for many R, equal to it bit for bit (tested).
+
+    :func:`persuasive.certify.noisy_mean.gaussian_noise_kappa` bounds κ on the cells of a
+    fixed partition of :math:`[0, \gamma_{\max}]`; all cells but the last do not depend on R,
+    so they are bounded once (one vectorised :func:`tail_threshold`) and a call costs one cell.
+    """
+
+    def __init__(self, cls: LinearGaussianClass, delta: float) -> None:
+        from persuasive.certify.noisy_mean import GAMMA_CELLS, tail_threshold
+
+        self.cls, self.delta = cls, dm.DELTA.check("delta", delta)
+        grid = np.unique(
+            np.concatenate([np.linspace(0.0, 1.0, GAMMA_CELLS + 1), np.geomspace(1e-9, 1.0, 600)])
+        )
+        self.c, self.a, self.grid = 1.0 - 1.0 / cls.r2, math.sqrt(cls.r1), grid
+        self.full = np.full(grid.size, -np.inf)  # full[j]: max over the cells below grid[j]
+        if self.delta > 0.0:
+            cells = -np.log1p(-self.c * grid[1:]) + (
+                tail_threshold(np.array(self.a), grid[:-1], grid[1:], self.delta) ** 2
+            )
+            self.full[2:] = np.maximum.accumulate(cells)[:-1]
+
+    def _gmax(self, R: Any, k: int) -> float | None:
+        from persuasive.certify.noisy_mean import gamma_max
+
+        r = noise_covariance(R, k)
+        if not np.any(r):
+            return None
+        lam_min = max(float(np.linalg.eigvalsh(r)[0]), 0.0)
+        return gamma_max(math.sqrt(lam_min), self.cls.max_stat_sd)
+
+    def many(self, Rs: list[Any], k: int) -> NDArray[np.float64]:
+        """κ for each noise covariance of ``Rs`` (as ``noise_kappa`` takes it) on k statistics."""
+        from persuasive._rounding import above
+        from persuasive.certify.noisy_mean import tail_threshold
+
+        g = [self._gmax(r, k) for r in Rs]
+        out = np.array([self.cls.kappa if u is None else np.inf for u in g])
+        noisy = [j for j, u in enumerate(g) if u is not None]
+        if self.delta <= 0.0 or not noisy:
+            return out
+        gm = np.array([g[j] for j in noisy], dtype=float)
+        cnt = np.searchsorted(self.grid, gm, side="left")  # points strictly below γ_max
+        if np.any(cnt < 1):  # γ_max = 0: no cell (kept to the reference's own error)
+            for j in noisy:
+                out[j] = self.cls.noise_kappa(Rs[j], k, self.delta)
+            return out
+        lo = self.grid[cnt - 1]
+        last = -np.log1p(-self.c * gm) + tail_threshold(np.array(self.a), lo, gm, self.delta) ** 2
+        best = np.maximum(self.full[cnt], last)
+        out[noisy] = [above(float(b), abs(float(b))) for b in best]
+        return out
+
+    def __call__(self, R: Any, k: int) -> float:
+        return float(self.many([R], k)[0])
+
+
 def calibrate_noise(
     A: ArrayLike,
     target: float,
@@ -89,14 +148,21 @@ def calibrate_noise(
         scale = cls.max_stat_sd or 1.0
         c = np.sqrt(np.einsum("ij,ij->i", a, a)) if per_statistic else np.ones(k)
         c = c / c.max()
+        cls.class_kappa(a)  # checks A (bound A, nobody exposed) once: κ(s) needs nothing else
+        curve = ClassCurve(cls, delta)
 
         def f(s: float) -> float:
-            return cls.class_kappa(a, s**2 * np.diag(c**2), delta)
+            return curve(s**2 * np.diag(c**2), k)
+
+        def f_many(ss: NDArray[np.float64]) -> NDArray[np.float64]:
+            return curve.many([float(u) ** 2 * np.diag(c**2) for u in ss], k)
+
+        return _search(f, a, c, scale, target, f_many)
     else:
         if mean is None or cov is None or r1 is None:
             raise ValidationError("calibrate_noise needs cls=..., or mean=, cov= and r1=")
         ops = as_cov(cov, a.shape[1])
-        stat_var = np.einsum("ij,ji->i", a, ops.times_At(a))
+        stat_var = np.einsum("ij,ij->i", a, ops.times_A(a))
         scale = float(np.sqrt(stat_var.max()))
         c = np.sqrt(stat_var) / scale if per_statistic else np.ones(k)
         mu = np.asarray(mean, dtype=float)
@@ -115,6 +181,7 @@ def _search(
     c: NDArray[np.float64],
     scale: float,
     target: float,
+    f_many: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
 ) -> NoiseCalibration:
     def done(s: float, val: float) -> NoiseCalibration:
         r = noise_covariance(s**2 * c**2, a.shape[0])
@@ -126,9 +193,10 @@ def _search(
     if k0 <= target:
         return done(0.0, k0)
     grid = scale * np.geomspace(SCAN_LO, SCAN_HI, SCAN_POINTS)
+    vals = None if f_many is None else f_many(grid)  # f is pure: the same values at once
     prev = 0.0
-    for s in grid:
-        val = f(float(s))
+    for j, s in enumerate(grid):
+        val = f(float(s)) if vals is None else float(vals[j])
         if np.isfinite(val) and val <= target:
             lo, hi = prev, float(s)
             for _ in range(BISECT):
@@ -137,9 +205,10 @@ def _search(
                 lo, hi = (lo, mid) if ok else (mid, hi)
             return done(hi, f(hi))
         prev = float(s)
+    last = f(float(grid[-1])) if vals is None else float(vals[-1])
     raise ValidationError(
         f"target = {target} is unreachable by noise up to sd {grid[-1]:.3g} (kappa there "
-        f"{f(float(grid[-1])):.4g}); with delta > 0 kappa cannot go below the chi2(1) quantile "
+        f"{last:.4g}); with delta > 0 kappa cannot go below the chi2(1) quantile "
         "q_{1-delta}; raise target or delta, or withhold statistics"
     )
 

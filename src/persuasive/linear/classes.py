@@ -33,6 +33,7 @@ from persuasive import _validation as v
 from persuasive.classes.base import PriorClass
 from persuasive.errors import ValidationError
 from persuasive.linear.analysis import analyse, check_A
+from persuasive.linear.exposure import pattern_spread
 from persuasive.linear.structured import StructuredCovariance
 from persuasive.mechanisms.linear import noise_covariance
 from persuasive.priors import GaussianPrior, Prior, as_dataset
@@ -50,6 +51,10 @@ def variance_spread(A: ArrayLike, sd: ArrayLike) -> NDArray[np.float64]:
     """
     a = check_A(A)
     s = v.array("sd", sd, ndim=1)
+    if s.shape[0] == a.shape[1] and s[0] != 0 and np.all(s == s[0]):  # equal variances
+        fast = pattern_spread(a)
+        if fast is not None:
+            return fast.spread
     an = analyse(np.zeros(a.shape[1]), StructuredCovariance(s**2), a)
     return np.where(an.exposed, 0.0, an.post_var / an.prior_var)
 
@@ -166,7 +171,13 @@ class LinearGaussianClass(PriorClass):
                 f"A exposes individual(s) {bad.tolist()} (e_i in A's row space): the class is "
                 "empty and no guarantee is certified; withhold or add noise (fixed-prior analysis)"
             )
-        r = noise_covariance(R, a.shape[0])
+        return self.noise_kappa(R, a.shape[0], delta)
+
+    def noise_kappa(self, R: ArrayLike | None, k: int, delta: float = 0.0) -> float:
+        r""":meth:`class_kappa` for k statistics that expose nobody (not checked here): it
+        depends on the statistics only through that, and on R through
+        :math:`\lambda_{\min}(R)`."""
+        r = noise_covariance(R, k)
         delta = dm.DELTA.check("delta", delta)
         if not np.any(r):
             return self.kappa

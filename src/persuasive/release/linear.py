@@ -302,7 +302,7 @@ def release_linear(
             "κ at delta = 0"
         )
     kept = [stats[j] for j in keep]
-    kept_a = a[keep]
+    kept_a = a if len(keep) == a.shape[0] else a[keep]
     withheld = tuple(s for j, s in enumerate(stats) if j not in keep)
     still = exposures(kept_a, [s.name for s in kept]) if withhold else exposed
     cert: Certificate | None = None
@@ -389,7 +389,11 @@ def _curve(rel: LinearRelease, xs: Any) -> tuple[Any, Any, str]:
         s = rel.noise_sd or 1.0
         xs = np.geomspace(s / 100.0, s * 10.0, 31)
     grid = np.asarray(xs, dtype=float)
-    kap = [cls.class_kappa(rel.matrix, float(g) ** 2, delta) for g in grid]
+    if grid.size:
+        cls.class_kappa(rel.matrix)  # A checked (nobody exposed) once; κ then depends on s only
+    from persuasive.linear.calibrate import ClassCurve  # = cls.noise_kappa, bit for bit
+
+    kap = ClassCurve(cls, delta).many([float(g) ** 2 for g in grid], rel.matrix.shape[0])
     return (
         grid,
         np.asarray(kap, dtype=float),

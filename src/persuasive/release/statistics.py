@@ -138,6 +138,23 @@ def _column(df: pl.DataFrame, value: str) -> NDArray[np.float64]:
     return col.cast(pl.Float64).fill_null(math.nan).to_numpy()
 
 
+def _all_masks(df: pl.DataFrame, stats: tuple[Statistic, ...]) -> list[Any] | None:
+    """Every statistic's selection by one polars select (its expressions run in parallel), or
+    None if any condition fails or is not boolean (then each is evaluated alone, for the
+    error naming it)."""
+    try:
+        out = df.select(pl.sql_expr(s.where).alias(f"__where{j}") for j, s in enumerate(stats))
+    except Exception:  # re-raised, naming the statistic, by _mask
+        return None
+    if any(dtype != pl.Boolean for dtype in out.dtypes):
+        return None
+    masks = []
+    for col in out.get_columns():
+        mask = col.fill_null(False).to_numpy().astype(bool)
+        masks.append(np.broadcast_to(mask, (df.height,)) if mask.size == 1 else mask)
+    return masks
+
+
 def build_rows(
     frame: pl.DataFrame | pl.LazyFrame, statistics: Iterable[Any], value: str
 ) -> tuple[tuple[Statistic, ...], NDArray[np.float64], NDArray[np.float64]]:
@@ -145,23 +162,26 @@ def build_rows(
     stats = as_statistics(statistics)
     df = _indexed(frame)
     x = _column(df, value)
+    masks = _all_masks(df, stats)
+    bare = ~np.isfinite(x)
+    any_bare = bool(bare.any())
     a = np.zeros((len(stats), df.height))
     for j, stat in enumerate(stats):
-        mask = _mask(df, stat)
-        count = int(mask.sum())
+        mask = _mask(df, stat) if masks is None else masks[j]
+        count = int(np.count_nonzero(mask))
         if count == 0:
             raise ValidationError(
                 f"statistic {stat.name!r}: WHERE {stat.where!r} selects no rows; a {stat.kind} "
                 "over nobody is undefined: fix the condition or drop the statistic"
             )
-        bad = np.flatnonzero(mask & ~np.isfinite(x))
+        bad = np.flatnonzero(mask & bare) if any_bare else np.zeros(0, dtype=np.intp)
         if bad.size:
             raise ValidationError(
                 f"statistic {stat.name!r}: value column {value!r} is missing, NaN or infinite "
                 f"at row_id {int(bad[0])} ({bad.size} such row(s) selected); drop or impute "
                 "them, or exclude them in WHERE"
             )
-        a[j, mask] = 1.0 / count if stat.kind == "mean" else 1.0
+        np.multiply(mask, 1.0 / count if stat.kind == "mean" else 1.0, out=a[j])
     return stats, a, x
 
 
