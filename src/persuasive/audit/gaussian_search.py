@@ -477,6 +477,40 @@ def _screen(
     return out
 
 
+def _best_starts(
+    rng: np.random.Generator,
+    fam: _Family,
+    n: int,
+    r2: float,
+    rows: NDArray[np.intp],
+    dom_rows: NDArray[np.intp],
+    keep: int,
+) -> tuple[NDArray[np.float64], int]:
+    """The ``keep`` best of the dominant starts and 64·keep random starts N(0, 1.5²), drawn
+    and screened batch by batch (memory O(batch + keep), not O(#starts · n))."""
+    dim = n + fam.extra
+    per = _FLOATS_PER_COORD * n if fam.structured else 4 * n * n + _FLOATS_PER_COORD * n
+    size = max(1, _batch_size(n, per) // 2)  # θ of a batch and the screen's working arrays
+    total = len(dom_rows) + 64 * keep
+    top = np.empty((0, dim))
+    top_vals = np.empty(0)
+    for lo in range(0, total, size):
+        hi = min(total, lo + size)
+        chunk = np.zeros((hi - lo, dim))
+        d_hi = min(hi, len(dom_rows))
+        if lo < d_hi:
+            chunk[np.arange(d_hi - lo), dom_rows[lo:d_hi]] = 3.0
+        n_rand = hi - max(lo, len(dom_rows))
+        if n_rand > 0:
+            chunk[hi - lo - n_rand :] = rng.normal(0.0, 1.5, size=(n_rand, dim))
+        vals = _screen(chunk, n, fam, r2, rows)
+        allv = np.concatenate([top_vals, vals])
+        order = np.argsort(-allv, kind="stable")[:keep]
+        top = np.concatenate([top, chunk])[order]
+        top_vals = allv[order]
+    return top, total
+
+
 def _witness_x_mu(
     var: NDArray[np.float64], s: NDArray[np.float64], x: NDArray[np.float64], i: int, w: float
 ) -> NDArray[np.float64]:
@@ -529,16 +563,9 @@ def gaussian_mean_audit(
     full = n <= FULL_SEARCH_MAX_N
     for _name, fam in _families(n).items():
         dim = n + fam.extra
-        # screen random starts in batches, plus "coordinate i dominant" starts per target
-        screen = rng.normal(0.0, 1.5, size=(64 * max(n_starts, 1), dim))
-        dom = np.zeros((len(dom_rows), dim))
-        dom[np.arange(len(dom_rows)), dom_rows] = 3.0
-        cand = np.vstack([dom, screen])
-        del dom, screen
-        vals = _screen(cand, n, fam, r2, obj_rows)
-        evals += cand.shape[0]
-        starts = cand[np.argsort(-vals)[: max(n_starts, 1)]]
-        del cand
+        # screen "coordinate i dominant" starts per target, then random starts, in batches
+        starts, screened = _best_starts(rng, fam, n, r2, obj_rows, dom_rows, max(n_starts, 1))
+        evals += screened
 
         for st in starts:
             if full:
