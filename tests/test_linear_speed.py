@@ -252,3 +252,22 @@ def test_a_group_of_one_is_exposed_and_the_release_refused() -> None:
     rel = release_linear(df, value="y", statistics=stats, r1=1.0, r2=4.0)
     assert rel.certificate is None and [e.row_id for e in rel.exposed] == [11]
     assert rel.exposed[0].describe() == "row 11 = solo"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_withholding_from_patterns_equals_the_analysis(seed: int, no_patterns) -> None:
+    from persuasive.linear import greedy_withhold
+
+    rng = np.random.default_rng(20 + seed)
+    n = 80
+    a = group_matrix(rng, n, singleton=seed == 0)
+    a = np.vstack([a, np.r_[np.full(n - 1, 1.0 / (n - 1)), 0.0]])  # the mean without the last
+    cov = StructuredCovariance(np.full(n, 2.0))
+    kw = dict(mean=np.zeros(n), cov=cov, r1=1.0)
+    fast = [greedy_withhold(a, t, **kw) for t in (1e300, 2.5)]
+    no_patterns()
+    for f, t in zip(fast, (1e300, 2.5), strict=True):
+        slow = greedy_withhold(a, t, **kw)
+        assert (f.kept, f.dropped) == (slow.kept, slow.dropped)
+        np.testing.assert_allclose(f.path, slow.path, rtol=1e-10)
+        np.testing.assert_allclose(f.kappa, slow.kappa, rtol=1e-10)

@@ -22,10 +22,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _domains as dm
+from persuasive import _tolerances as tol
 from persuasive.errors import ValidationError
-from persuasive.linear.analysis import analyse, check_A
+from persuasive.linear.analysis import RANK_RTOL, analyse, check_A
 from persuasive.linear.classes import LinearGaussianClass
-from persuasive.linear.structured import as_cov
+from persuasive.linear.structured import (
+    ColumnPatterns,
+    StructuredCovariance,
+    as_cov,
+    column_patterns,
+)
 from persuasive.mechanisms.linear import LinearGaussian, noise_covariance
 
 #: Scan grid: s from SCAN_LO to SCAN_HI times the reference scale, geometric, SCAN_POINTS.
@@ -242,17 +248,26 @@ def greedy_withhold(
     delta = dm.DELTA.check("delta", delta)
     mu = np.asarray(mean, dtype=float)
 
+    pat = _equal_variance_patterns(a, ops, r)
+
     def kap(rows: list[int]) -> NDArray[np.float64]:
         if not rows:
             return np.zeros(a.shape[1])
+        if pat is not None:
+            return _pattern_kappa(pat, rows, r1)[pat.index]
         sub = r[np.ix_(rows, rows)]
         return analyse(mu, ops, a[rows], sub if np.any(sub) else None).kappa(r1, delta)
+
+    def top(rows: list[int]) -> float:
+        if pat is not None and rows:
+            return float(_pattern_kappa(pat, rows, r1).max())
+        return float(kap(rows).max())
 
     kept, dropped = list(range(a.shape[0])), []
     cur = kap(kept)
     path = [float(cur.max())]
     while kept and cur.max() > target:
-        trials = [(float(kap([j for j in kept if j != d]).max()), d) for d in kept]
+        trials = [(top([j for j in kept if j != d]), d) for d in kept]
         _, d = min(trials)
         kept.remove(d)
         dropped.append(d)
@@ -263,3 +278,31 @@ def greedy_withhold(
         sub = r[np.ix_(kept, kept)]
         mech = LinearGaussian(a[kept], sub if np.any(sub) else None)
     return Withholding(kept, dropped, cur, path, mech)
+
+
+def _equal_variance_patterns(
+    a: NDArray[np.float64], ops: Any, r: NDArray[np.float64]
+) -> ColumnPatterns | None:
+    """A's column patterns when κ per individual depends on A only through them: an exact
+    release (R = 0) under Σ = vI (a StructuredCovariance without U and with equal diag)."""
+    if np.any(r) or not isinstance(ops, StructuredCovariance) or ops.U.shape[1]:
+        return None
+    if not np.all(ops.diag == ops.diag[0]):
+        return None
+    return column_patterns(a)
+
+
+def _pattern_kappa(pat: ColumnPatterns, rows: list[int], r1: float) -> NDArray[np.float64]:
+    r"""κ per pattern of the exact release of ``A[rows]`` under Σ = vI: what
+    :meth:`LinearAnalysis.kappa` gives, :math:`r_1 - \log(1 - \rho_p^2)` with
+    :math:`\rho_p^2 = \|W_p\|^2/n_p` (:func:`~persuasive.linear.exposure.pattern_spread`),
+    ∞ when exposed, 0 when :math:`\rho_p = 0`; O(mk²) (the patterns of A serve A[rows])."""
+    sub = ColumnPatterns(pat.columns[rows], pat.index, pat.count)
+    _, s, wt, w = sub.svd()
+    keep = s > RANK_RTOL * s[0]
+    bb = np.einsum("ij,ij->j", wt[keep], wt[keep]) / w
+    rho2 = np.clip(bb, 0.0, 1.0)
+    with np.errstate(divide="ignore"):
+        out = -np.log1p(-np.minimum(rho2, 1.0)) + r1
+    out[rho2 <= 0] = 0.0
+    return np.where(np.maximum(1.0 - bb, 0.0) <= tol.VAR_RTOL, np.inf, out)

@@ -198,12 +198,14 @@ def column_patterns(a: NDArray[np.float64]) -> ColumnPatterns | None:
         h = w @ a
     if not np.all(np.isfinite(h)):
         return None
-    values, index = np.unique(h, return_inverse=True)
+    values = np.unique(h)  # hashed, no sort of n values
     m = values.size
     if m > PATTERN_MAX_SHARE * n:
         return None
-    index = index.astype(np.intp, copy=False)
+    index = np.searchsorted(values, h).astype(np.intp, copy=False)
     count = np.bincount(index, minlength=m)
+    if not np.all(count):  # 0.0 and -0.0 both listed: leave it to the dense path
+        return None
     member = np.empty(m, dtype=np.intp)
     member[index] = np.arange(n)  # some member of each group: all are checked against it
     cols = np.ascontiguousarray(a[:, member])
