@@ -224,7 +224,7 @@ def _print_choice(choice: Any, rows: list[tuple[str, str]], files: dict[str, Pat
 
     c.print_pairs(rows, "Sender's choice")
     table = Table(title="Mechanisms searched", title_justify="left")
-    for name in ("family", "parameter", "certified κ", "at δ", choice.utility, "certified"):
+    for name in ("family", "parameter", "certified κ", "at δ", "loss", "certified"):
         table.add_column(name, justify="left" if name == "family" else "right")
     table.add_column("why", overflow="fold")
     best = choice.best
@@ -326,7 +326,7 @@ def mean_cmd(
     rows = [
         ("Receivers", receivers),
         ("target", f"κ <= {c.num(o['target_kappa'])} at δ <= {c.num(o['delta'])}"),
-        ("utility", choice.utility),
+        ("loss", choice.utility),
     ]
     _finish(choice, rows, files, json_)
 
@@ -390,6 +390,6 @@ def table_cmd(
         ("input", c.shown(data)),
         ("Receivers", c.receiver_words(receiver, None)),
         ("target", f"κ <= {c.num(target)}"),
-        ("utility", choice.utility),
+        ("loss", choice.utility),
     ]
     _finish(choice, rows, files, json_)
