@@ -176,3 +176,16 @@ def test_witness_at_n_10000_in_the_class_and_sharp() -> None:
     delta = -np.log1p(-rho2) + z**2 - (z - np.sqrt(rho2) * np.sign(s) * w) ** 2 / (1 - rho2)
     assert float(delta.max()) == pytest.approx(a.kappa, abs=1e-9)
     assert len(repr(q)) < 200  # the witness prints in O(1), not as an n x n list
+
+
+def test_linear_audit_skips_a_start_whose_covariance_fails_the_pd_check() -> None:
+    """At n = 200 a random start's sds spread so far that GaussianPrior rejects the (valid,
+    c_Φ ≤ r2) covariance in floating point; the audit used to stop with that error."""
+    from persuasive.linear import LinearGaussianClass, audit_linear
+
+    n = 200
+    A = np.vstack([np.full(n, 1.0 / n), np.r_[np.full(n // 2, 2.0 / n), np.zeros(n - n // 2)]])
+    cls = LinearGaussianClass(1.0, 4.0)
+    res = audit_linear(A, cls, starts=2, rng=0)
+    assert res.kappa <= cls.class_kappa(A) + 1e-9
+    assert any("skipped" in note for note in res.notes)
