@@ -271,3 +271,13 @@ def test_withholding_from_patterns_equals_the_analysis(seed: int, no_patterns) -
         assert (f.kept, f.dropped) == (slow.kept, slow.dropped)
         np.testing.assert_allclose(f.path, slow.path, rtol=1e-10)
         np.testing.assert_allclose(f.kappa, slow.kappa, rtol=1e-10)
+
+
+def test_noisy_analysis_builds_the_row_basis_only_for_exposures() -> None:
+    n = 50
+    a = np.vstack([np.eye(n)[0], np.full(n, 1.0 / n)])  # statistic 0 is person 0, released exact
+    an = analyse(np.zeros(n), StructuredCovariance(np.ones(n)), a, np.diag([0.0, 0.01]))
+    assert an._svd[2] is None and an.exposed.tolist() == [True] + [False] * (n - 1)
+    (e,) = an.exposures()
+    assert e.i == 0 and e.residual < 1e-12
+    np.testing.assert_allclose(e.combination, [1.0, 0.0], atol=1e-12)

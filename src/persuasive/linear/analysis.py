@@ -238,7 +238,7 @@ class LinearAnalysis:
     def exposures(self) -> list[Exposure]:
         r"""Exposed individuals and the combination c with :math:`A^\top c = e_i`
         (least squares through the SVD of A; the residual is reported)."""
-        u, s, vt = self._svd
+        u, s, vt = self._svd if self._svd[2] is not None else row_svd(self.A)
         out = []
         for i in np.flatnonzero(self.exposed):
             c = u @ (vt[:, i] / s)
@@ -249,9 +249,10 @@ class LinearAnalysis:
         return out
 
 
-def row_svd(a: NDArray[np.float64]) -> tuple[Any, ...]:
+def row_svd(a: NDArray[np.float64], basis: bool = True) -> tuple[Any, ...]:
     """Thin SVD ``(u, s, vt)`` of A (k, n) without the singular values below ``RANK_RTOL``
-    times the largest: vt (r, n) is an orthonormal basis of A's row space.
+    times the largest: vt (r, n) is an orthonormal basis of A's row space (None unless
+    ``basis``; the patterns' vt costs O(nr) to expand).
 
     Through :func:`~persuasive.linear.structured.column_patterns` when A has few distinct
     columns (O(nk + mk²), as exact as the SVD of A), else ``numpy.linalg.svd`` (O(nk²)).
@@ -262,11 +263,10 @@ def row_svd(a: NDArray[np.float64]) -> tuple[Any, ...]:
     else:
         u, s, wt, w = pat.svd()
     keep = s > RANK_RTOL * s[0]
-    if pat is not None:
-        vt = wt[keep][:, pat.index] * (1.0 / np.sqrt(w))[pat.index]
-    else:
-        vt = vt[keep]
-    return u[:, keep], s[keep], vt
+    out: NDArray[np.float64] | None = None
+    if basis:
+        out = vt[keep] if pat is None else wt[keep][:, pat.index] * (1.0 / np.sqrt(w))[pat.index]
+    return u[:, keep], s[keep], out
 
 
 def analyse(mean: ArrayLike, cov: Any, A: ArrayLike, R: ArrayLike | None = None) -> LinearAnalysis:
@@ -307,8 +307,8 @@ def analyse(mean: ArrayLike, cov: Any, A: ArrayLike, R: ArrayLike | None = None)
     sig2 = ops.variances()
     if np.any(sig2 <= 0):
         raise ValidationError("cov must have positive variances (a positive definite prior)")
-    svd = row_svd(a)
     exact = not np.any(r)
+    svd = row_svd(a, basis=exact)  # a noisy analysis needs vt only for exposures()
     if exact:  # orthonormal basis of the row space: T' = S^-1 U^T T
         stat, w_t = svd[2], (svd[0] / svd[1]).T
         noise = np.zeros((stat.shape[0], stat.shape[0]))
