@@ -12,7 +12,7 @@ choose`` on the command line.
   among ties) is ``choose_table``'s.
 * Bad input: one-line ValidationErrors; the command line's exit statuses 0/1/2 and its files.
 
-The frontier of ``choose_mean`` (41 σ, about 0.05 s each) is not what these tests check, so most
+The frontier of ``choose_mean`` (25 σ, about 0.05 s each) is not what these tests check, so most
 cases run with a 3-point frontier (:data:`persuasive.choose.mean.FRONTIER_POINTS`); one test
 keeps the default.
 """
@@ -191,7 +191,7 @@ def test_choose_mean_candidates_and_statement(mean_choices: dict[str, Choice]) -
 
 
 def test_choose_mean_frontier_default() -> None:
-    """The default frontier: 41 σ from V/100 to 100 V after the exact mean, κ non-increasing in σ
+    """The default frontier: 25 σ from V/100 to 100 V after the exact mean, κ non-increasing in σ
     (the monotonicity the bisection rests on), certified exactly when κ meets the target."""
     choice = choose_mean(r1=1.0, r2=4.0, target_kappa=1.0, max_mean_sd=1.0, max_person_error=1.0)
     pts = choice.frontier
@@ -335,30 +335,20 @@ def test_choose_table_bad_input() -> None:
         assert fragment in str(info.value) and "\n" not in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="choose_table catches calibrate_threshold's ValidationError for a non-Receiver and "
-    "then fails with AttributeError (reported)",
-)
 def test_choose_table_refuses_a_non_receiver() -> None:
     frame = pl.DataFrame({"k": list("abc"), "n": [1, 5, 2]})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="receiver must be a Receiver model"):
         choose_table(frame, keys="k", count="n", receiver="poisson", target_kappa=1.0)  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Choice.statement says 'Only withholding meets' when suppression is certified too but "
-    "suppresses every cell (a tie on the loss, broken by κ towards withholding; reported)",
-)
 def test_statement_when_suppression_ties_with_withholding() -> None:
     frame = pl.DataFrame({"k": list("abc"), "n": [1, 2, 3]})  # h* = 6 suppresses every cell
     c = choose_table(
         frame, keys="k", count="n", receiver=PoissonReceiver(1.0, 10.0), target_kappa=3.0
     )
     supp = next(x for x in c.candidates if x.family == "suppression")
-    assert supp.certified and c.best is not None and c.best.family == "withhold"
-    assert not c.statement().startswith("Only withholding meets")
+    assert supp.certified and c.best is not None and c.best.family == "suppression"
+    assert c.best.loss == 3.0 and not c.statement().startswith("Only withholding meets")
 
 
 # ---------------------------------------------------------------------------- command line

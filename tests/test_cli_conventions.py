@@ -34,6 +34,9 @@ COMMANDS = [
     ["validate"],
     ["examples"],
     ["version"],
+    ["choose"],
+    ["choose", "mean"],
+    ["choose", "table"],
 ]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: typer's and click's type labels, which say less than a metavar such as H, LO:HI or FOLDER.

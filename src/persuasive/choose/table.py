@@ -20,6 +20,7 @@ import numpy as np
 from persuasive import _validation as v
 from persuasive.choose.frontier import Candidate, Choice
 from persuasive.classes.receivers import R_MIN, Receiver
+from persuasive.errors import ValidationError
 
 __all__ = ["OBJECTIVES", "choose_table"]
 
@@ -83,9 +84,14 @@ def choose_table(
         return float(below if obj == "count" else running[below])
 
     utility = "cells suppressed" if obj == "count" else "total count suppressed"
+    if not isinstance(receiver, Receiver):
+        raise ValidationError(
+            "receiver must be a Receiver model (PoissonReceiver, NegativeBinomialReceiver or "
+            f"SmallCellReceiver); got {type(receiver).__name__} {receiver!r:.60}"
+        )
     try:
         h_star: int | None = calibrate_threshold(receiver, target)
-    except Exception as exc:  # no threshold reaches the target: said in the reason
+    except ValidationError as exc:  # no threshold reaches the target: said in the reason
         h_star, why = None, str(exc)
     frontier = []
     top = (h_star or R_MIN) + FRONTIER_EXTRA
@@ -111,7 +117,11 @@ def choose_table(
         True, "nothing is released",
     )  # fmt: skip
     candidates = (supp, noise, withhold)
-    best = min((c for c in candidates if c.certified), key=lambda c: (c.loss, c.kappa))
+    # on a tie of loss, a release beats withholding (it publishes something)
+    best = min(
+        (c for c in candidates if c.certified),
+        key=lambda c: (c.loss, c.family == "withhold", c.kappa),
+    )
     return Choice(
         best, candidates, tuple(frontier), target, 0.0, utility, True,
         ("one-parameter and monotone: the smallest threshold meeting the target is the best",),
