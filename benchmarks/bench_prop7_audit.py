@@ -103,9 +103,10 @@ def main() -> None:
         r = _run(["--one", str(n)])
         sr: dict[str, float] = r["screen_rate"]  # type: ignore[assignment]
         screen = ", ".join(f"{k} {v:,.0f}" for k, v in sr.items())
+        gap = float(r["bound"]) - float(r["kappa"])  # type: ignore[arg-type]
         print(
             f"n = {n:>6}: audit {r['audit_rate']:8.0f} priors/s ({r['evals']} priors in "
-            f"{r['audit_s']:.2f} s), kappa {r['kappa']:.9f} (bound {r['bound']:.9f}), "
+            f"{r['audit_s']:.2f} s), bound - kappa {gap:.1e}, "
             f"witness {r['witness']}, peak RSS {r['peak_rss_mb']:.0f} MB"
         )
         print(f"{'':10}screen alone ({SCREEN} candidates/family, priors/s): {screen}")

@@ -150,6 +150,8 @@ def _blend(
     r2: float,
 ) -> NDArray[np.float64]:
     """The smallest λ in [0, 1] putting (v_λ, Φ_λ) in the class (see :func:`project`)."""
+    if vmax.shape == (1,):  # one candidate (the Nelder–Mead steps): the same formula in floats
+        return np.array([_blend1(float(vmax[0]), n, float(emin[0]), float(emax[0]), r2)])
     a, b = emax, np.maximum(emin, 0.0)
     k = r2 * (1.0 - CLASS_MARGIN)
     s0, g = 1.0 - vmax, vmax - 1.0 / n
@@ -160,6 +162,20 @@ def _blend(
         root = -2.0 * qc / (qb + np.sqrt(np.maximum(qb * qb - 4.0 * qa * qc, 0.0)))
     root = np.where(np.isfinite(root), root, 1.0)
     return np.asarray(np.clip(np.where(qc >= 0.0, 0.0, root), 0.0, 1.0))
+
+
+def _blend1(vmax: float, n: int, emin: float, emax: float, r2: float) -> float:
+    a, b = emax, max(emin, 0.0)
+    k = r2 * (1.0 - CLASS_MARGIN)
+    s0, g = 1.0 - vmax, vmax - 1.0 / n
+    qa = k * g * (1.0 - b)
+    qb = k * (s0 * (1.0 - b) + g * b) + (a - 1.0)
+    qc = k * s0 * b - a
+    if qc >= 0.0:
+        return 0.0
+    den = qb + math.sqrt(max(qb * qb - 4.0 * qa * qc, 0.0))
+    root = -2.0 * qc / den if den != 0.0 else math.inf
+    return min(max(root, 0.0), 1.0) if math.isfinite(root) else 1.0
 
 
 def project(
