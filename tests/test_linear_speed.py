@@ -281,3 +281,19 @@ def test_noisy_analysis_builds_the_row_basis_only_for_exposures() -> None:
     (e,) = an.exposures()
     assert e.i == 0 and e.residual < 1e-12
     np.testing.assert_allclose(e.combination, [1.0, 0.0], atol=1e-12)
+
+
+def test_prepared_analysis_is_analyse_and_calibration_unchanged() -> None:
+    from persuasive.linear.analysis import Prepared
+
+    rng = np.random.default_rng(8)
+    a = np.vstack([np.full(12, 1 / 12), np.r_[np.full(11, 1 / 11), 0.0]])
+    mu, cov = rng.normal(size=12), np.diag(rng.uniform(1, 3, 12))
+    prep = Prepared(mu, cov, a)
+    for r in (None, 0.01, np.diag([0.02, 0.5]), None):
+        one, two = analyse(mu, cov, a, r), prep(r)
+        for name in ("post_var", "rho2", "gamma", "exposed"):
+            assert np.array_equal(getattr(one, name), getattr(two, name)), name
+        assert np.array_equal(one.kappa(1.0, 0.05), two.kappa(1.0, 0.05))
+    cal = calibrate_noise(a, 5.0, mean=mu, cov=cov, r1=1.0, delta=0.05)
+    assert cal.kappa == float(analyse(mu, cov, a, cal.R).kappa(1.0, 0.05).max()) <= 5.0

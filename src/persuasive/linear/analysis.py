@@ -297,51 +297,77 @@ def analyse(mean: ArrayLike, cov: Any, A: ArrayLike, R: ArrayLike | None = None)
     >>> an.exposed.tolist(), an.exposures()[0].combination.round(8).tolist()
     ([False, False, True], [3.0, -2.0])
     """
-    a = check_A(A)
-    n, k = a.shape[1], a.shape[0]
-    mu = v.array("mean", mean, ndim=1)
-    if mu.shape[0] != n:
-        raise ValidationError(f"mean must have n = {n} entries (A's columns); got {mu.shape[0]}")
-    ops: CovOps = as_cov(cov, n)
-    r = noise_covariance(R, k)
-    sig2 = ops.variances()
-    if np.any(sig2 <= 0):
-        raise ValidationError("cov must have positive variances (a positive definite prior)")
-    exact = not np.any(r)
-    svd = row_svd(a, basis=exact)  # a noisy analysis needs vt only for exposures()
-    if exact:  # orthonormal basis of the row space: T' = S^-1 U^T T
-        stat, w_t = svd[2], (svd[0] / svd[1]).T
-        noise = np.zeros((stat.shape[0], stat.shape[0]))
-    else:
-        stat, w_t, noise = a, np.eye(k), r
-    sa = ops.times_A(stat)  # A Σ, (k', n): every n-long product in the wide layout
-    pmat = sa @ stat.T
-    g = 0.5 * (pmat + noise + (pmat + noise).T)
-    w, q = np.linalg.eigh(g)
-    keep = w > tol.PSD_RTOL * max(float(w[-1]), 1e-300)
-    lmat = q[:, keep] / np.sqrt(w[keep])
-    bt = lmat.T @ sa  # rows of b_i = L^T a_i as columns, (r, n)
-    bb = np.einsum("ij,ij->j", bt, bt)
-    post = np.maximum(sig2 - bb, 0.0)
-    if exact:
-        gamma = np.ones(n)
-    else:
-        mpm = lmat.T @ pmat @ lmat
-        with np.errstate(invalid="ignore", divide="ignore"):
-            gamma = np.einsum("ij,ij->j", mpm @ bt, bt) / bb
-        gamma = np.clip(np.nan_to_num(gamma, nan=1.0), 0.0, 1.0)
-    return LinearAnalysis(
-        mean=mu,
-        A=a,
-        R=r,
-        prior_var=sig2,
-        post_var=post,
-        rho2=np.clip(bb / sig2, 0.0, 1.0),
-        gamma=gamma,
-        exposed=post <= tol.VAR_RTOL * sig2,
-        rank=int(svd[1].size),
-        _B=bt.T,
-        _W=lmat.T @ w_t,
-        _svd=svd,
-        _cov=ops,
-    )
+    return Prepared(mean, cov, A)(R)
+
+
+class Prepared:
+    """What :func:`analyse` computes before the noise R enters (A's SVD, AΣ, AΣAᵀ), kept for
+    many R: ``Prepared(mean, cov, A)(R)`` is ``analyse(mean, cov, A, R)``, the same
+    operations in the same order (the calibration's scan over noise scales uses it)."""
+
+    def __init__(self, mean: ArrayLike, cov: Any, A: ArrayLike) -> None:
+        a = check_A(A)
+        mu = v.array("mean", mean, ndim=1)
+        if mu.shape[0] != a.shape[1]:
+            raise ValidationError(
+                f"mean must have n = {a.shape[1]} entries (A's columns); got {mu.shape[0]}"
+            )
+        self.a, self.mu = a, mu
+        self.ops: CovOps = as_cov(cov, a.shape[1])
+        self._sig2: NDArray[np.float64] | None = None
+        self._parts: dict[bool, tuple[Any, ...]] = {}
+
+    def parts(self, exact: bool) -> tuple[Any, ...]:
+        """``(svd, stat, w_t, sa, pmat)`` of the exact (row basis) or noisy (A) statistic."""
+        if exact not in self._parts:
+            a = self.a
+            svd = row_svd(a, basis=exact)  # a noisy analysis needs vt only for exposures()
+            if exact:  # orthonormal basis of the row space: T' = S^-1 U^T T
+                stat, w_t = svd[2], (svd[0] / svd[1]).T
+            else:
+                stat, w_t = a, np.eye(a.shape[0])
+            sa = self.ops.times_A(stat)  # A Σ, (k', n): every n-long product in the wide layout
+            self._parts[exact] = (svd, stat, w_t, sa, sa @ stat.T)
+        return self._parts[exact]
+
+    def __call__(self, R: ArrayLike | None = None) -> LinearAnalysis:
+        a, mu, ops = self.a, self.mu, self.ops
+        n, k = a.shape[1], a.shape[0]
+        r = noise_covariance(R, k)
+        if self._sig2 is None:
+            self._sig2 = ops.variances()
+        sig2 = self._sig2
+        if np.any(sig2 <= 0):
+            raise ValidationError("cov must have positive variances (a positive definite prior)")
+        exact = not np.any(r)
+        svd, stat, w_t, sa, pmat = self.parts(exact)
+        noise = np.zeros((stat.shape[0], stat.shape[0])) if exact else r
+        g = 0.5 * (pmat + noise + (pmat + noise).T)
+        w, q = np.linalg.eigh(g)
+        keep = w > tol.PSD_RTOL * max(float(w[-1]), 1e-300)
+        lmat = q[:, keep] / np.sqrt(w[keep])
+        bt = lmat.T @ sa  # rows of b_i = L^T a_i as columns, (r, n)
+        bb = np.einsum("ij,ij->j", bt, bt)
+        post = np.maximum(sig2 - bb, 0.0)
+        if exact:
+            gamma = np.ones(n)
+        else:
+            mpm = lmat.T @ pmat @ lmat
+            with np.errstate(invalid="ignore", divide="ignore"):
+                gamma = np.einsum("ij,ij->j", mpm @ bt, bt) / bb
+            gamma = np.clip(np.nan_to_num(gamma, nan=1.0), 0.0, 1.0)
+        return LinearAnalysis(
+            mean=mu,
+            A=a,
+            R=r,
+            prior_var=sig2,
+            post_var=post,
+            rho2=np.clip(bb / sig2, 0.0, 1.0),
+            gamma=gamma,
+            exposed=post <= tol.VAR_RTOL * sig2,
+            rank=int(svd[1].size),
+            _B=bt.T,
+            _W=lmat.T @ w_t,
+            _svd=svd,
+            _cov=ops,
+        )

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 from persuasive import _domains as dm
 from persuasive import _tolerances as tol
 from persuasive.errors import ValidationError
-from persuasive.linear.analysis import RANK_RTOL, analyse, check_A
+from persuasive.linear.analysis import RANK_RTOL, Prepared, analyse, check_A
 from persuasive.linear.classes import LinearGaussianClass
 from persuasive.linear.structured import (
     ColumnPatterns,
@@ -173,9 +173,10 @@ def calibrate_noise(
         c = np.sqrt(stat_var) / scale if per_statistic else np.ones(k)
         mu = np.asarray(mean, dtype=float)
         r1v = dm.R1.check("r1", r1)
+        prep = Prepared(mu, ops, a)  # A's SVD, AΣ and AΣAᵀ once for every noise scale
 
         def f(s: float) -> float:
-            an = analyse(mu, ops, a, s**2 * np.diag(c**2) if s > 0 else None)
+            an = prep(s**2 * np.diag(c**2) if s > 0 else None)
             return float(an.kappa(r1v, delta).max())
 
     return _search(f, a, c, scale, target)
