@@ -20,7 +20,25 @@ Prints, in one run (``docs/scale.md``):
    runs: the table of each region is a rows-and-columns table of its own, and the suppressed
    cells fall into many independent components (printed, counted from the published table).
    The in-memory engine and Spark on ``local[2]``, end to end, the time and the ratio, and
-   whether the two output folders are byte-identical (every file, the custodian's too).
+   whether the two output folders are byte-identical (every file, the custodian's too);
+5. with ``--audit`` (default ``1e4`` regions; '' skips it): the audit of the **primary
+   pattern** of the same kind of ``region`` x ``a`` x ``b`` table (8 x 8 per region, so
+   64 cells per region) with the margins ``region+a,region+b`` and no target:
+   :func:`persuasive.spark.margin_audit.audit_margins_spark` on ``local[2]`` (the grid never on
+   the driver) against the in-memory audit of the same pattern,
+   ``worst_case_losses(MarginTable.from_frame(pl.read_parquet(...), ...), receiver)`` — what
+   ``release_table_with_margins(...).primary_worst`` computes, without the release's classical
+   comparison and files. Each engine runs in a fresh Python process (this file with
+   ``--audit-child``); the time is measured inside it from reading the Parquet file to the
+   audit's totals (the Spark session is started before, and its start is printed apart), and
+   the process's wall time beside it. The peak RSS of the process that calls the audit is its
+   ``ru_maxrss`` (``RUSAGE_SELF``, read at its end): for Spark that is the Python driver only;
+   the JVM (the driver's JVM and, with ``local[2]``, the executors) is another process, whose
+   peak (``VmHWM`` of ``/proc/PID/status``, read before the session stops) is printed apart,
+   and the Python workers of the tasks are not counted. Then the two per-cell results are
+   compared cell by cell (``kappa_published``, ``kappa_upper``, ``disclosed``), with the
+   maxima, the numbers of suppressed and disclosed cells and of components, and Spark's
+   number of tasks of the audit's ``applyInPandas`` step (the partitions of its result).
 
 Each release is a fresh ``persuasive`` (or ``spark-submit``) process, as a user runs it, so
 the Spark times include starting the JVM and the session: a 1000-cell release on each Spark
@@ -31,9 +49,10 @@ every release writes Parquet (the format of its input). Nothing is asserted; the
 is printed with each size, as the machine may be shared.
 
 Run: ``python benchmarks/bench_spark.py [--sizes 1e7,1e8] [--cluster 1e8]
-[--streaming-sizes 1e6,1e7,1e8] [--margins 100x8x8] [--order shuffled|sorted] [--tmp DIR]``;
-the margins release alone: ``python benchmarks/bench_spark.py --sizes '' --cluster 0
---streaming-sizes ''``.
+[--streaming-sizes 1e6,1e7,1e8] [--margins 100x8x8] [--audit 1e4,1e5] [--order shuffled|sorted]
+[--tmp DIR]``; the margins release alone: ``python benchmarks/bench_spark.py --sizes ''
+--cluster 0 --streaming-sizes '' --audit ''``; the audit alone: ``python
+benchmarks/bench_spark.py --sizes '' --cluster 0 --streaming-sizes '' --margins ''``.
 """
 
 from __future__ import annotations
@@ -310,6 +329,177 @@ def margins_release(tmp: Path, shape: tuple[int, int, int]) -> None:
     sys.stdout.flush()
 
 
+#: The audit of part 5: the table of part 4 (``make_margins_table``) with 8 x 8 cells per region,
+#: its primary pattern audited with the same h, Receiver and margins, and no target.
+AUDIT_AB, AUDIT_KEYS, AUDIT_MARGINS = 8, ["region", "a", "b"], "region+a,region+b"
+AUDIT_NAMES = {
+    "polars": "in memory (polars)",
+    "spark": "Spark local[2]    ",
+}
+
+
+def _jvm_peak(spark: object) -> int | None:
+    """The peak RSS (bytes) of the session's JVM, ``VmHWM`` of its ``/proc`` status; None when
+    it cannot be read (the gateway's process is not the JVM)."""
+    try:
+        proc = spark.sparkContext._gateway.proc  # type: ignore[attr-defined]
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        if Path(f"/proc/{proc.pid}/comm").read_text().strip() != "java":
+            return None
+    except (AttributeError, OSError):
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def audit_child(engine: str, data: Path, out: Path, facts_out: Path) -> int:
+    """One engine's audit of part 5, in this (fresh) process: its timings, totals and peak RSS
+    written as JSON to ``facts_out``; the per-cell result (the suppressed cells' keys,
+    ``kappa_published``, ``kappa_upper``, ``disclosed``) written to ``out`` after the timing.
+    ``engine``: ``polars`` or ``spark`` (on ``local[2]``, the session as persuasive starts it)."""
+    import json
+
+    from persuasive.classes.receivers import PoissonReceiver
+
+    receiver = PoissonReceiver(1, 10)
+    kept = [*AUDIT_KEYS, "kappa_published", "kappa_upper", "disclosed"]
+    facts: dict[str, object] = {}
+    if engine == "polars":
+        import numpy as np
+        import polars as pl
+
+        from persuasive.margins import MarginTable, worst_case_losses
+
+        t0 = time.perf_counter()
+        frame = pl.read_parquet(data)
+        table = MarginTable.from_frame(
+            frame, keys=AUDIT_KEYS, count="n", h=MARGINS_H, margins=AUDIT_MARGINS
+        )
+        worst = worst_case_losses(table, receiver)
+        facts["seconds"] = time.perf_counter() - t0
+        sup = table.suppressed
+        post = worst.posterior
+        facts |= {
+            "n_cells": table.n_cells,
+            "n_suppressed": int(sup.sum()),
+            "n_components": 0 if post is None else len(post.methods),
+            "n_inexact": int((~worst.computed_exactly[sup]).sum()),
+            "max_kappa_published": float(worst.kappa_published[sup].max(initial=0.0)),
+            "n_disclosed": int(worst.disclosed[sup].sum()),
+        }
+        at = np.nonzero(sup)
+        cols = {k: np.asarray(table.levels[k])[i] for k, i in zip(AUDIT_KEYS, at, strict=True)}
+        for name in kept[len(AUDIT_KEYS) :]:
+            cols[name] = getattr(worst, name)[at]
+        pl.DataFrame(cols).write_parquet(out)
+    else:
+        from persuasive.spark import session
+        from persuasive.spark.margin_audit import audit_margins_spark
+
+        t0 = time.perf_counter()
+        spark = session.session_of("local[2]")
+        spark.range(1).count()  # the executors started
+        t1 = time.perf_counter()
+        audit = audit_margins_spark(
+            str(data), keys=AUDIT_KEYS, count="n", h=MARGINS_H, receiver=receiver,
+            margins=AUDIT_MARGINS, spark=spark,
+        )  # fmt: skip
+        facts |= {"session": t1 - t0, "seconds": time.perf_counter() - t1}
+        facts |= {
+            "n_cells": audit.n_cells,
+            "n_suppressed": audit.n_suppressed,
+            "n_components": audit.n_components,
+            "n_inexact": audit.cells.filter("NOT exact").count(),
+            "max_kappa_published": audit.max_kappa_published,
+            "n_disclosed": audit.n_disclosed,
+            "tasks": audit.cells.rdd.getNumPartitions(),  # of the applyInPandas stage
+        }
+        audit.cells.select(*kept).write.parquet(str(out))
+        facts["jvm_peak"] = _jvm_peak(spark)
+        spark.stop()
+    facts["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    facts_out.write_text(json.dumps(facts))
+    return 0
+
+
+def same_cells(one: Path, two: Path) -> tuple[int, int]:
+    """The suppressed cells of the two per-cell results whose ``kappa_published``,
+    ``kappa_upper`` and ``disclosed`` are equal (bit for bit), and the number of cells of
+    either (a cell of one only counts as a difference)."""
+    import polars as pl
+
+    a = pl.read_parquet(one)
+    b = pl.read_parquet(two if two.is_file() else two / "*.parquet")
+    both = a.join(b, on=AUDIT_KEYS, how="full", coalesce=True, suffix="_spark")
+    same = pl.lit(True)
+    for name in ("kappa_published", "kappa_upper", "disclosed"):
+        same = same & (pl.col(name) == pl.col(f"{name}_spark")).fill_null(False)
+    return int(both.select(same.sum()).item()), both.height
+
+
+def audit(tmp: Path, regions: Sequence[int]) -> None:
+    """Part 5: the audit of the primary pattern, Spark (no grid on the driver) against the
+    in-memory audit, each in a fresh process, and the two results cell by cell."""
+    import json
+
+    print("== the audit of a table's primary pattern with its margins: audit_margins_spark on "
+          "local[2] against the in-memory audit (one process each) ==")  # fmt: skip
+    print("(in memory: worst_case_losses(MarginTable.from_frame(...)), the release's primary "
+          "audit; time from reading the Parquet file to the totals, the Spark session started "
+          "before)")  # fmt: skip
+    for n in regions:
+        shape = (n, AUDIT_AB, AUDIT_AB)
+        data = make_margins_table(tmp, shape)
+        print(f"{n} regions x {AUDIT_AB} x {AUDIT_AB} = {math.prod(shape):,} cells, margins "
+              f"{AUDIT_MARGINS}, h = {MARGINS_H}, {MARGINS_SHARE:.0%} below h, Poisson 1:10, "
+              f"no target, Parquet  ({load()})")  # fmt: skip
+        got: dict[str, dict[str, object]] = {}
+        for engine in ("polars", "spark"):
+            out, facts = tmp / f"audit-{engine}-{n}.parquet", tmp / f"audit-{engine}-{n}.json"
+            shutil.rmtree(out, ignore_errors=True)
+            out.unlink(missing_ok=True)
+            facts.unlink(missing_ok=True)
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--audit-child", engine]
+            r = run([*cmd, str(data), str(out), str(facts)], tmp, cluster_env())
+            name = AUDIT_NAMES[engine]
+            if r.status != 0 or not facts.exists():
+                print(f"  {name}: failed (exit {r.status}): {r.tail}")
+                continue
+            f = got[engine] = json.loads(facts.read_text())
+            ratio = ""
+            if engine != "polars" and "polars" in got:
+                ratio = f"   ratio {float(f['seconds']) / float(got['polars']['seconds']):6.2f}x"
+            print(f"  {name}: {float(f['seconds']):8.2f} s{ratio}   (the process {r.seconds:.1f} s"
+                  + (f", the session's start {float(f['session']):.1f} s" if "session" in f else "")
+                  + ")")  # fmt: skip
+            how = "linked by margin entries" if engine == "spark" else "of its constraints"
+            what = f"{f['n_suppressed']} suppressed cells in {f['n_components']} components "
+            what += f"({how}), {f['n_inexact']} not exact"
+            peak = f"    peak RSS {int(f['peak']) / 2**30:5.2f} GiB"
+            if engine == "spark":
+                what += f", the components audited in {f['tasks']} tasks"
+                jvm = (
+                    "not read" if f["jvm_peak"] is None else f"{int(f['jvm_peak']) / 2**30:.2f} GiB"
+                )
+                peak += f" (the Python driver); the JVM {jvm} (driver and executors); the "
+                peak += "Python workers not counted"
+            print(f"    {what}")
+            print(peak)
+            sys.stdout.flush()
+        if "polars" in got and "spark" in got:
+            p, q = got["polars"], got["spark"]
+            keys = ("max_kappa_published", "n_disclosed", "n_suppressed", "n_cells")
+            verdict = "equal" if all(p[k] == q[k] for k in keys) else "DIFFERENT"
+            cells, of = same_cells(*(tmp / f"audit-{e}-{n}.parquet" for e in ("polars", "spark")))
+            print(f"  agree: max kappa_published {p['max_kappa_published']!r} (in memory) / "
+                  f"{q['max_kappa_published']!r} (Spark), disclosed cells {p['n_disclosed']} / "
+                  f"{q['n_disclosed']}: {verdict}; cell by cell (kappa_published, kappa_upper, "
+                  f"disclosed) {cells} of {of} equal")  # fmt: skip
+        sys.stdout.flush()
+
+
 def shape_of(text: str) -> tuple[int, int, int] | None:
     if not text.strip():
         return None
@@ -329,13 +519,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cluster", default="1e8", help="cells on the standalone cluster (0: none)")
     p.add_argument("--streaming-sizes", default=None, help="cells (default: --sizes; '': none)")
     p.add_argument("--margins", default="100x8x8", help="regions x a x b of part 4 ('': none)")
+    p.add_argument("--audit", default="1e4", help="regions of part 5, comma-separated ('': none)")
+    p.add_argument("--audit-child", nargs=4, metavar=("ENGINE", "DATA", "OUT", "FACTS"),
+                   help=argparse.SUPPRESS)  # fmt: skip
     p.add_argument("--order", choices=("shuffled", "sorted"), default="shuffled")
     p.add_argument("--tmp", type=Path, default=None, help="keep the inputs here (default: temp)")
     args = p.parse_args(argv)
+    if args.audit_child:
+        engine, data, out, facts = args.audit_child
+        return audit_child(engine, Path(data), Path(out), Path(facts))
     sizes = sizes_of(args.sizes)
     on_cluster = int(float(args.cluster))
     mem = sizes if args.streaming_sizes is None else sizes_of(args.streaming_sizes)
     shape = shape_of(args.margins)
+    regions = sizes_of(args.audit)
     print(f"bench_spark.py  {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  "
           f"{os.cpu_count()} cores  {load()}")  # fmt: skip
     with workdir(args.tmp) as tmp:
@@ -346,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
             memory(tmp, mem, args.order, base)
         if shape is not None:
             margins_release(tmp, shape)
+        if regions:
+            audit(tmp, regions)
     return 0
 
 
