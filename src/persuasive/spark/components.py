@@ -11,7 +11,7 @@ every cell starts with its own id as label; each round gives every entry the sma
 its cells and every cell the smallest label of its entries, until no label changes (at most
 the component's diameter in rounds; each round's result is checkpointed, so the plan stays
 short). A component's label is the smallest id of its cells. Nothing is collected to the
-driver but the number of labels changed per round.
+driver but whether some label changed, once per round.
 """
 
 from __future__ import annotations

@@ -39,6 +39,8 @@ __all__ = ["MAX_BOX_CELLS", "SparkMarginAudit", "audit_margins_spark"]
 
 #: Most cells of one component's box (its levels' product) audited by one task.
 MAX_BOX_CELLS = 1_000_000
+#: Tasks per core of the audit step.
+TASKS_PER_CORE = 4
 
 #: The columns of :attr:`SparkMarginAudit.cells` after the keys and the count.
 RESULT = (
@@ -202,8 +204,13 @@ def audit_margins_spark(
         schema = [f"`{f.name}` {f.dataType.simpleString()}" for f in cells.schema.fields]
         schema += [f"{name} {kind}" for name, kind in RESULT]
         plan = (h_, r_, rec, dims)
-        out = work.groupBy(LABEL).applyInPandas(
-            lambda pdf: _audit_box(pdf, list(ks), count, plan), ", ".join(schema)
+        # one task per few components: an explicit repartition on the label, which adaptive
+        # execution keeps (the shuffle is small, and AQE would merge it into one task)
+        parts = max(1, sess.sparkContext.defaultParallelism) * TASKS_PER_CORE
+        out = (
+            work.repartition(parts, LABEL)
+            .groupBy(LABEL)
+            .applyInPandas(lambda pdf: _audit_box(pdf, list(ks), count, plan), ", ".join(schema))
         )
         out = out.localCheckpoint()
         agg = out.agg(
