@@ -189,3 +189,32 @@ def test_linear_audit_skips_a_start_whose_covariance_fails_the_pd_check() -> Non
     res = audit_linear(A, cls, starts=2, rng=0)
     assert res.kappa <= cls.class_kappa(A) + 1e-9
     assert any("skipped" in note for note in res.notes)
+
+
+@pytest.mark.parametrize(
+    ("R", "delta", "V"), [(None, 0.0, None), (None, 0.0, 0.05), (0.5, 0.05, None)]
+)
+def test_linear_audit_structured_path_checked_dense(
+    R: float | None, delta: float, V: float | None
+) -> None:
+    """Above STRUCTURED_MIN_N audit_linear forms no n x n matrix; its witness, densified, is in
+    the class (LinearGaussianClass.contains, dense eigvalsh) and its loss is relative_loss's."""
+    from persuasive.linear import LinearGaussianClass, audit_linear
+    from persuasive.linear import audit as la
+    from persuasive.mechanisms.linear import LinearGaussian
+
+    n = la.STRUCTURED_MIN_N + 100
+    assert n <= 800  # keep the dense checks cheap
+    A = np.vstack([np.full(n, 1.0 / n), np.r_[np.full(n // 2, 2.0 / n), np.zeros(n - n // 2)]])
+    cls = LinearGaussianClass(1.0, 4.0, max_stat_sd=V)
+    res = audit_linear(A, cls, R=R, delta=delta, starts=3, rng=4)
+    assert res.kappa <= cls.class_kappa(A, R, delta) + 1e-9
+    assert any("structured covariances only" in note for note in res.notes)
+    w = res.witness
+    assert isinstance(w.prior, gs.StructuredGaussianPrior)
+    dense = w.prior.to_gaussian()
+    assert cls.contains(dense, w.x, A)
+    if R is None:
+        assert res.kappa == pytest.approx(cls.class_kappa(A), abs=1e-6)  # sharp (Φ = I)
+        got = pp.relative_loss(w.score, dense, LinearGaussian(A), w.x)
+        assert got == pytest.approx(res.kappa, rel=1e-9, abs=1e-9)

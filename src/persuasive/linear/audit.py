@@ -11,6 +11,15 @@ covariance column (which leaves Ax unchanged): for R = 0 at the closed-form opti
 for R ≠ 0 on a grid of ξ, with the exact (1 − δ)-quantile of :math:`\Delta_i` for that fixed
 (x, Q) (:func:`fixed_quantile`, a normal interval probability). Audit values are achieved
 losses: lower bounds on κ.
+
+Above ``STRUCTURED_MIN_N`` no n × n matrix is formed: the diagonal and equicorrelated (ρ ≥ 0)
+families are searched as :math:`\Sigma = \mathrm{diag}((1-\rho)\sigma^2) + \rho\sigma\sigma^\top`
+(a :class:`~persuasive.linear.structured.StructuredCovariance`, O(nk) per prior in
+:func:`~persuasive.linear.analysis.analyse`), with :math:`c_\Phi = (1 + (n-1)\rho)/(1-\rho)` in
+closed form; the AR(1), low-rank and Cholesky families are left out (said in the notes), the
+witness prior is a :class:`~persuasive.audit.gaussian_search.StructuredGaussianPrior` and its
+loss :meth:`LinearAnalysis.marginal_loss` (``tests/test_audit_scale.py`` checks both against
+the dense prior).
 """
 
 from __future__ import annotations
@@ -23,10 +32,12 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from persuasive import _domains as dm
+from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.linear.analysis import LinearAnalysis, analyse, check_A
 from persuasive.linear.classes import LinearGaussianClass, variance_spread
+from persuasive.linear.structured import StructuredCovariance
 from persuasive.mechanisms.linear import LinearGaussian, noise_covariance
 from persuasive.priors import GaussianPrior
 from persuasive.results import Audit, Witness
@@ -37,6 +48,11 @@ CLASS_MARGIN: float = 1e-9
 #: Free Cholesky correlations are searched only up to this n.
 CHOLESKY_MAX_N: int = 8
 FAMILIES = ("diagonal", "equicorrelated", "ar1", "lowrank", "cholesky")
+#: Above this n the search forms no n x n matrix: Σ = diag((1-ρ)σ²) + ρσσᵀ
+#: (:class:`~persuasive.linear.structured.StructuredCovariance`, O(nk) per prior) for the
+#: diagonal and equicorrelated (ρ ≥ 0) families; the other families are skipped there.
+STRUCTURED_MIN_N: int = 500
+STRUCTURED_FAMILIES = ("diagonal", "equicorrelated")
 
 
 def _phi0(family: str, n: int, rng: np.random.Generator) -> NDArray[np.float64]:
@@ -147,9 +163,14 @@ def audit_linear(
     gen = np.random.default_rng(rng)
     best: tuple[float, Any] = (-math.inf, None)
     evals = skipped = 0
+    structured = n > STRUCTURED_MIN_N
+    left_out = []
     for fam in families:
         v.choice("family", fam, FAMILIES)
         if fam == "cholesky" and n > CHOLESKY_MAX_N:
+            continue
+        if structured and fam not in STRUCTURED_FAMILIES:
+            left_out.append(fam)
             continue
         for _ in range(starts):
             sd = np.exp(gen.normal(0.0, gen.uniform(0.0, 2.0), n))
@@ -158,14 +179,30 @@ def audit_linear(
             target = cls.r2 * float(variance_spread(a, sd).min()) * (1 - CLASS_MARGIN)
             if target < 1.0:
                 continue
-            phi = _to_boundary(_phi0(fam, n, gen), target)
-            cov = phi * np.outer(sd, sd)
-            if cls.max_stat_sd is not None:  # λ_max(AΣAᵀ) = V² (boundary: largest γ)
-                lam = float(np.linalg.eigvalsh(a @ cov @ a.T)[-1])
-                cov = cov * (cls.max_stat_sd**2 / lam) * (1 - CLASS_MARGIN)
+            if structured:  # ρ on the class boundary from the closed-form eigenvalues
+                rho = 0.0 if fam == "diagonal" else _equi_boundary(gen, n, target)
+                cond = (1.0 - rho) / (1.0 + (n - 1) * rho) * float(sd.min() / sd.max()) ** 2
+                if cond <= 16 * tol.PSD_RTOL:  # ≤ λ_min(Σ)/λ_max(Σ): GaussianPrior would refuse
+                    skipped += 1
+                    continue
+                cov: Any = StructuredCovariance((1.0 - rho) * sd**2, math.sqrt(rho) * sd[:, None])
+                if cls.max_stat_sd is not None:
+                    g = cov.times_A(a) @ a.T
+                    lam = float(np.linalg.eigvalsh(0.5 * (g + g.T))[-1])
+                    f = (cls.max_stat_sd**2 / lam) * (1 - CLASS_MARGIN)
+                    cov = StructuredCovariance(cov.diag * f, cov.U * math.sqrt(f))
+                    sd = sd * math.sqrt(f)
+                shape = (sd**2, fam, [rho] if fam != "diagonal" else [])
+            else:
+                phi = _to_boundary(_phi0(fam, n, gen), target)
+                cov = phi * np.outer(sd, sd)
+                if cls.max_stat_sd is not None:  # λ_max(AΣAᵀ) = V² (boundary: largest γ)
+                    lam = float(np.linalg.eigvalsh(a @ cov @ a.T)[-1])
+                    cov = cov * (cls.max_stat_sd**2 / lam) * (1 - CLASS_MARGIN)
+                shape = None
             mu = np.asarray(gen.normal(0.0, 1.0, n), dtype=np.float64)
             try:
-                val, wit = _witness(a, r, cls.r1, mu, cov, delta)
+                val, wit = _witness(a, r, cls.r1, mu, cov, delta, shape)
             except ValidationError:  # variances so spread that GaussianPrior's PD check fails
                 skipped += 1
                 continue
@@ -183,11 +220,35 @@ def audit_linear(
         evaluations=evals,
         notes=("search over parametrised covariances at the class boundary (docs/linear.md)",)
         + (
-            (f"{skipped} start(s) skipped: covariance not positive definite in floating point",)
+            (
+                f"{skipped} start(s) skipped: covariance not positive definite in floating point "
+                "(GaussianPrior's check)",
+            )
             if skipped
+            else ()
+        )
+        + (
+            (
+                f"n > {STRUCTURED_MIN_N}: structured covariances only (families left out: "
+                f"{', '.join(left_out) or 'none'}); witness prior a StructuredGaussianPrior, "
+                "loss by LinearAnalysis.marginal_loss",
+            )
+            if structured
             else ()
         ),
     )
+
+
+def _equi_boundary(gen: np.random.Generator, n: int, target: float) -> float:
+    """ρ of (1-t)I + tΦ₀ for an equicorrelated Φ₀ (ρ₀ drawn as in :func:`_phi0`, clipped at 0
+    so that Σ = diag + rank one), with the largest t in [0, 1] and c_Φ <= target (the closed
+    form of :func:`_to_boundary` with e_min = 1 - ρ₀, e_max = 1 + (n - 1)ρ₀)."""
+    rho0 = max(float(gen.uniform(-1.0 / (n - 1), 1.0)), 0.0)
+    lo, hi = 1.0 - rho0, 1.0 + (n - 1) * rho0
+    if lo > 0 and hi / lo <= target:
+        return rho0
+    t = (target - 1.0) / ((hi - 1.0) - target * (lo - 1.0))
+    return float(np.clip(t, 0.0, 1.0)) * rho0
 
 
 def _witness(
@@ -195,25 +256,40 @@ def _witness(
     r: NDArray[np.float64],
     r1: float,
     mu: NDArray[np.float64],
-    cov: NDArray[np.float64],
+    cov: Any,
     delta: float,
+    shape: Any = None,
 ) -> tuple[float, Witness]:
-    """Best (loss, witness) for one prior: x with u = sqrt(r1) b̂_i, ξ optimal or on a grid."""
+    """Best (loss, witness) for one prior: x with u = sqrt(r1) b̂_i, ξ optimal or on a grid.
+
+    ``cov`` is dense, or a StructuredCovariance with ``shape`` = (σ², family, parameters) of
+    the witness's :class:`~persuasive.audit.gaussian_search.StructuredGaussianPrior`."""
     an0 = analyse(mu, cov, a)  # noise-free geometry: the class constraint
     i = int(np.argmax(an0.rho2))
     b = an0._B[i]
     nb2 = float(b @ b)
     y = math.sqrt(r1) * b / math.sqrt(nb2)
-    col = (cov[:, i] - an0._B @ b) / math.sqrt(an0.post_var[i])
+    if shape is None:
+        cov_i = cov[:, i]
+        prior: Any = GaussianPrior(mu, cov)
+    else:
+        from persuasive.audit.gaussian_search import StructuredGaussianPrior
+
+        cov_i = cov.U @ cov.U[i]
+        cov_i[i] += cov.diag[i]
+        prior = StructuredGaussianPrior(mu, shape[0], shape[1], shape[2])
+    col = (cov_i - an0._B @ b) / math.sqrt(an0.post_var[i])
     base = mu + an0._B @ y
-    prior = GaussianPrior(mu, cov)
     if not np.any(r):
         xi = math.sqrt(an0.post_var[i]) * float(b @ y) / nb2
         x = base + xi * col
         mech = LinearGaussian(a)
-        from persuasive.loss import relative_loss
+        if shape is None:
+            from persuasive.loss import relative_loss
 
-        val = relative_loss(MarginalDSS(i), prior, mech, x)
+            val = relative_loss(MarginalDSS(i), prior, mech, x)
+        else:
+            val = float(an0.marginal_loss(x)[i])
         return val, Witness(MarginalDSS(i), x, prior, mech.apply(x))
     an = analyse(mu, cov, a, r)
     grid = np.linspace(-6.0, 6.0, 49)
