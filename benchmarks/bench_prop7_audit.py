@@ -10,6 +10,8 @@ For n = 10^2, 10^3 and 10^4 (``MarginalDSS()`` over all coordinates, r = (1, 4),
 - the subprocess's peak resident memory (``ru_maxrss``) at the end of the audit, next to that of
   a subprocess that only imports the library.
 
+Then the linear search audit ``audit_linear`` (A = the mean and the mean of the first half,
+r = (1, 4), 16 starts per family; dense up to n = 500, structured above) at the same n.
 It also prints, in its own subprocess, the dense reference of the earlier version of this
 script: the closed-form loss ``batch_marginal_loss`` of 32 dense 1000 × 1000 covariances.
 Nothing is asserted.
@@ -30,6 +32,7 @@ import numpy as np
 
 SIZES = (100, 1000, 10_000)
 SCREEN = 1024
+LINEAR_STARTS = 16
 
 
 def _rss_mb() -> float:
@@ -67,6 +70,23 @@ def _one(n: int) -> dict[str, object]:
         del cand
     out["screen_rate"] = rates
     return out
+
+
+def _linear(n: int) -> dict[str, object]:
+    from persuasive.linear import LinearGaussianClass, audit_linear
+
+    a = np.vstack([np.full(n, 1.0 / n), np.r_[np.full(n // 2, 2.0 / n), np.zeros(n - n // 2)]])
+    cls = LinearGaussianClass(1.0, 4.0)
+    t0 = time.perf_counter()
+    res = audit_linear(a, cls, starts=LINEAR_STARTS, rng=0)
+    dt = time.perf_counter() - t0
+    return {
+        "evals": res.evaluations,
+        "audit_s": dt,
+        "audit_rate": res.evaluations / dt,
+        "gap": cls.class_kappa(a) - res.kappa,
+        "peak_rss_mb": _rss_mb(),
+    }
 
 
 def _dense_reference(n: int) -> dict[str, object]:
@@ -110,6 +130,17 @@ def main() -> None:
             f"witness {r['witness']}, peak RSS {r['peak_rss_mb']:.0f} MB"
         )
         print(f"{'':10}screen alone ({SCREEN} candidates/family, priors/s): {screen}")
+    print(
+        f"audit_linear, A = (mean, mean of the first half) (k = 2), r = (1, 4), "
+        f"starts = {LINEAR_STARTS} per family"
+    )
+    for n in SIZES:
+        r = _run(["--linear", str(n)])
+        print(
+            f"n = {n:>6}: audit {r['audit_rate']:8.1f} priors/s ({r['evals']} priors in "
+            f"{r['audit_s']:.2f} s), bound - kappa {float(r['gap']):.1e}, "  # type: ignore[arg-type]
+            f"peak RSS {r['peak_rss_mb']:.0f} MB"
+        )
     ref = _run(["--dense-reference", "1000"])
     print(
         f"dense reference (the earlier script): batch_marginal_loss of 32 dense 1000 x 1000 "
@@ -120,6 +151,8 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--one":
         print(json.dumps(_one(int(sys.argv[2]))))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--linear":
+        print(json.dumps(_linear(int(sys.argv[2]))))
     elif len(sys.argv) > 1 and sys.argv[1] == "--dense-reference":
         print(json.dumps(_dense_reference(int(sys.argv[2]))))
     elif len(sys.argv) > 1 and sys.argv[1] == "--import-only":
