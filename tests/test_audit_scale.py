@@ -83,6 +83,11 @@ def test_structured_membership_refuses_outside_the_class() -> None:
         gs.StructuredGaussianPrior(np.zeros(3), [1.0, -1.0, 1.0], "diagonal")
     with pytest.raises(pp.ValidationError):
         gs.StructuredGaussianPrior(np.zeros(3), np.ones(3), "ar1")  # AR(1) needs t
+    with pytest.raises(pp.ValidationError, match="not positive definite"):
+        gs.StructuredGaussianPrior(np.zeros(3), np.ones(3), "equicorrelated", [-0.6])
+    with pytest.raises(pp.ValidationError, match="not positive definite"):
+        gs.StructuredGaussianPrior(np.zeros(3), np.ones(3), "ar1", [1.0])
+    assert gs.StructuredGaussianPrior(np.zeros(3), np.ones(3), "ar1", [1.0], 0.5).dim == 3
 
 
 def test_ar1_symbol_bounds_err_towards_a_larger_condition_number() -> None:

@@ -411,6 +411,11 @@ class StructuredGaussianPrior(Prior):
         self.mean_, self.var_ = mu, v
         mu.setflags(write=False)
         v.setflags(write=False)
+        if n > 1 and self.phi_eig_range()[0] <= 0.0:
+            raise ValidationError(
+                f"the {family} correlation with parameters {p[0].tolist()} and lam = {lam:g} "
+                "is not positive definite"
+            )
 
     @property
     def dim(self) -> int:
