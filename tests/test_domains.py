@@ -228,7 +228,11 @@ def _constructors() -> list[tuple[str, Any, dict[str, dm.Param]]]:
     )
 
 
-@pytest.mark.parametrize(("what", "api", "params"), _constructors(), ids=lambda x: getattr(x, "__qualname__", str(x))[:30])
+@pytest.mark.parametrize(
+    ("what", "api", "params"),
+    _constructors(),
+    ids=lambda x: getattr(x, "__qualname__", str(x))[:30],
+)
 def test_signatures_match_the_declarations(
     what: str, api: Any, params: dict[str, dm.Param]
 ) -> None:
