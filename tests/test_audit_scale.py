@@ -16,6 +16,7 @@ import pytest
 
 import persuasive as pp
 from persuasive import _tolerances as tol
+from persuasive.audit import gaussian_families as gf
 from persuasive.audit import gaussian_search as gs
 from persuasive.classes.gaussian_mean import class_terms
 
@@ -94,7 +95,7 @@ def test_ar1_symbol_bounds_err_towards_a_larger_condition_number() -> None:
     n = gs.AR1_EXACT_MAX_N + 100
     idx = np.arange(n)
     for t, gap in ((0.3, 1e-3), (-0.8, 1e-2), (0.97, 0.1)):  # the gap is O(1/(n(1-|t|))^2)
-        lo, hi = gs._ar1_eig(np.array([[t]]), n)
+        lo, hi = gf._ar1_eig(np.array([[t]]), n)
         eig = np.linalg.eigvalsh(t ** np.abs(idx[:, None] - idx[None, :]).astype(float))
         assert lo[0] <= eig[0] and hi[0] >= eig[-1]
         assert hi[0] / lo[0] == pytest.approx(eig[-1] / eig[0], rel=gap)

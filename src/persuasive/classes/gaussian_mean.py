@@ -88,9 +88,9 @@ class GaussianMeanClass(PriorClass):
             object.__setattr__(self, name, param.check(name, getattr(self, name)))
 
     def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
-        # The structured priors of the search audit (audit/gaussian_search.py) state their
+        # The structured priors of the search audit (audit/gaussian_families.py) state their
         # terms in O(n); none exists unless that module is loaded, so it is not imported here.
-        search = sys.modules.get("persuasive.audit.gaussian_search")
+        search = sys.modules.get("persuasive.audit.gaussian_families")
         structured = search is not None and isinstance(prior, search.StructuredGaussianPrior)
         if not isinstance(prior, GaussianPrior) and not structured:
             return False

@@ -17,7 +17,7 @@ families are searched as :math:`\Sigma = \mathrm{diag}((1-\rho)\sigma^2) + \rho\
 (a :class:`~persuasive.linear.structured.StructuredCovariance`, O(nk) per prior in
 :func:`~persuasive.linear.analysis.analyse`), with :math:`c_\Phi = (1 + (n-1)\rho)/(1-\rho)` in
 closed form; the AR(1), low-rank and Cholesky families are left out (said in the notes), the
-witness prior is a :class:`~persuasive.audit.gaussian_search.StructuredGaussianPrior` and its
+witness prior is a :class:`~persuasive.audit.gaussian_families.StructuredGaussianPrior` and its
 loss :meth:`LinearAnalysis.marginal_loss` (``tests/test_audit_scale.py`` checks both against
 the dense prior).
 """
@@ -263,7 +263,7 @@ def _witness(
     """Best (loss, witness) for one prior: x with u = sqrt(r1) b̂_i, ξ optimal or on a grid.
 
     ``cov`` is dense, or a StructuredCovariance with ``shape`` = (σ², family, parameters) of
-    the witness's :class:`~persuasive.audit.gaussian_search.StructuredGaussianPrior`."""
+    the witness's :class:`~persuasive.audit.gaussian_families.StructuredGaussianPrior`."""
     an0 = analyse(mu, cov, a)  # noise-free geometry: the class constraint
     i = int(np.argmax(an0.rho2))
     b = an0._B[i]
