@@ -9,8 +9,8 @@ mechanism produces with probability above δ (exact enumeration, or a Monte Carl
 Clopper-Pearson rank over sampled outputs). The certificate must be at or above it.
 
 Each test asserts how many instances it checked and prints it (``pytest -s`` shows the lines;
-``record_property`` stores them in JUnit XML); :func:`soundness_summary_line` gives the total
-for a terminal summary (tests/conftest.py may call it from ``pytest_terminal_summary``).
+``record_property`` stores them in JUnit XML); tests/conftest.py prints the total of
+:data:`COUNTS` at the end of the run, added up over the pytest-xdist workers.
 """
 
 from __future__ import annotations
@@ -31,16 +31,8 @@ Q = 1e-9  # the two-point prior's weight on x (a member of H_x; the sup is the l
 ATOL = tol.LOSS_ATOL  # float noise allowed when an audit meets a sharp certificate
 CONF = 1.0 - 1e-6  # per-instance Clopper-Pearson confidence of the Monte Carlo bounds
 
-#: Instances checked, per theorem (filled by the tests; read by soundness_summary_line).
+#: Instances checked, per theorem (filled by the tests; read by tests/conftest.py).
 COUNTS: dict[str, int] = {}
-
-
-def soundness_summary_line() -> str | None:
-    """``"soundness sweep: N instances (prop6 n1, ...)"`` once the sweep ran, else None."""
-    if not COUNTS:
-        return None
-    parts = ", ".join(f"{k} {v}" for k, v in sorted(COUNTS.items()))
-    return f"soundness sweep: {sum(COUNTS.values())} instances audit <= certificate ({parts})"
 
 
 def _check(
