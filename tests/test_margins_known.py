@@ -358,3 +358,33 @@ def test_known_as_a_boolean_column() -> None:
     )
     assert rel.known_keys == (("3", "1"),)
     assert not rel.table.suppressed[2, 0]
+
+
+@pytest.mark.parametrize(
+    ("option", "header", "message"),
+    [
+        ("known", "a,c\nx,1\n", "known: no column 'b'"),
+        ("apriori", "a,b\nx,1\n", "apriori: no column 'lower' or 'upper'"),
+    ],
+)
+def test_a_bad_file_is_refused_before_a_spark_session_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str, header: str, message: str
+) -> None:
+    """A file of known cells or a-priori bounds without the key columns is refused before the
+    engine starts: the session is never asked for (a Spark session takes seconds)."""
+    from persuasive.spark import session
+
+    def no_session(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a Spark session was started before the file was checked")
+
+    monkeypatch.setattr(session, "session_of", no_session)
+    monkeypatch.setattr(session, "pyspark", no_session)
+    table = tmp_path / "t.csv"
+    table.write_text("a,b,n\nx,1,5\nx,2,1\ny,1,7\ny,2,9\n", encoding="utf-8")
+    bad = tmp_path / "bad.csv"
+    bad.write_text(header, encoding="utf-8")
+    with pytest.raises(ValidationError, match=message):
+        release_table_with_margins(
+            table, keys=["a", "b"], count="n", h=3, receiver=PoissonReceiver(1, 10),
+            margins="rows,cols", engine="spark", **{option: bad},
+        )  # fmt: skip

@@ -236,6 +236,27 @@ def apriori_bounds(
     return lower, upper
 
 
+def check_files(known: Any, apriori: Any, keys: Sequence[str]) -> None:
+    """A file of known cells or of a-priori bounds can be read and has the key columns (and
+    ``lower``/``upper``): checked before an engine starts (a Spark session takes seconds), with
+    the messages of :func:`known_cells` and :func:`apriori_bounds`. Frames, a column name and
+    None pass; the cells they name are checked against the table's levels later."""
+    import polars as pl
+
+    from persuasive.files import reading as rd
+    from persuasive.files.sources import as_source
+
+    for name, what, given in (
+        ("known", "known cells", known),
+        ("apriori", "a-priori bounds", apriori),
+    ):
+        if given is None or (isinstance(given, str) and name == "known"):
+            continue
+        src: Any = as_source(given, name=name)
+        if not isinstance(src, (pl.DataFrame, pl.LazyFrame)):
+            _require_keys(name, what, rd.header(src, role=f"file of {what}"), keys)
+
+
 def _require_keys(name: str, what: str, columns: Sequence[str], keys: Sequence[str]) -> None:
     """Every key column (and, for a-priori bounds, 'lower' or 'upper') is in ``columns``: else
     one line naming the option (``known``, ``apriori``), the column and the columns there are."""

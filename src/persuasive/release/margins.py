@@ -203,6 +203,10 @@ def release_table_with_margins(
             f"method = {meth!r} needs target_kappa: the method chooses the secondary pattern "
             "planned to it; without a target leave method='greedy' (no secondary cells)"
         )
+    if not hierarchy_file:  # the files' key columns, before a Spark session starts
+        from persuasive.margins.known import check_files
+
+        check_files(known, apriori, ks)
     on_spark = _engine(engine, spark, frame, microdata, known)
     from persuasive.margins import hrc as hf
     from persuasive.margins.hierarchy import parse_hierarchy
