@@ -12,7 +12,7 @@ order. One Spark session (``local[2]``) serves the whole module.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,22 +36,7 @@ MEANS = (2, 8)
 RECEIVER = PoissonReceiver(*MEANS)
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("test_spark_margins")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("OFF")
-    yield session
-    session.stop()
+# ``spark``: the test run's one local[2] session (tests/conftest.py).
 
 
 # ------------------------------------------------------------------------ helpers

@@ -12,7 +12,6 @@ the same rows built by numpy, with chunks small enough to cross partitions. One 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,22 +36,7 @@ RECEIVER = PoissonReceiver(0.5, 3)
 MAX = 2**63 - 1
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("test_spark_table")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("OFF")
-    yield session
-    session.stop()
+# ``spark``: the test run's one local[2] session (tests/conftest.py).
 
 
 def read_back(folder: Path, fmt: str, names: list[str]) -> pl.DataFrame:
