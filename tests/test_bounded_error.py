@@ -13,7 +13,11 @@ import pytest
 from scipy import stats
 
 import persuasive as pp
-from persuasive.certify.bounded_error import bounded_error_kappa, person_error_bound
+from persuasive.certify.bounded_error import (
+    bounded_error_kappa,
+    person_error_bound,
+    pointwise_bound,
+)
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.classes.bounded_error import BoundedErrorGaussianClass
 from persuasive.classes.gaussian_mean import class_terms
@@ -120,10 +124,42 @@ def test_the_exact_mean_bound_covers_a_brute_force_search_over_the_class() -> No
 
 
 def test_the_class_refuses_what_it_cannot_state() -> None:
-    with pytest.raises(ValidationError, match="max_mean_sd must bound"):
-        BoundedErrorGaussianClass(1.0, 4.0, max_person_error=1.0)
+    with pytest.raises(ValidationError, match="max_person_error must be a number"):
+        BoundedErrorGaussianClass(1.0, 4.0, max_mean_sd=1.0)
     with pytest.raises(ValidationError, match="max_person_error must be in"):
         BoundedErrorGaussianClass(1.0, 4.0, max_mean_sd=1.0, max_person_error=0.0)
-    with pytest.raises(ValidationError, match="delta must be > 0"):
-        bounded_error_kappa(1.0, 4.0, max_person_error=1.0, max_mean_sd=1.0, sigma=1.0)
+    # without V the class is G^r with bounded person error: the exact mean's bound needs no V
+    cls = BoundedErrorGaussianClass(1.0, 4.0, max_person_error=0.5)
+    assert cls.max_mean_sd is None
+    assert bounded_error_kappa(1.0, 4.0, max_person_error=0.5) == pytest.approx(
+        math.log(4) + 0.25, rel=1e-12
+    )
     assert stats.norm.isf(0.025) > 1.95  # the quantile used for delta = 0.05
+
+
+def test_the_pointwise_bound_holds_for_every_output_and_at_delta_zero() -> None:
+    """Delta_i <= -log(1 - c g) + z_i^2 for every output (Lemma 2's last term is <= 0): checked
+    against the exact posterior (relative_loss) on random members and extreme outputs."""
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        n = 5
+        mu, cov, x = _member(rng, n)
+        st = _statistics(mu, cov, x)
+        prior = pp.GaussianPrior(mu, cov)
+        for sigma in (0.0, 0.5 * st["v"], 3 * st["v"]):
+            mech = (
+                pp.ExactMean()
+                if sigma == 0
+                else pp.Chain(pp.ExactMean(), pp.GaussianMechanism(sigma))
+            )
+            ts = [None] if sigma == 0 else list(x.mean() + sigma * np.array([-40, -3, 0, 3, 40]))
+            bound = pointwise_bound(st["r2"] * 1.001, st["r0"] * 1.001, sigma, st["v"] * 1.001)
+            for t in ts:
+                for i in range(n):
+                    loss = pp.relative_loss(pp.MarginalDSS(i), prior, mech, x, t)
+                    assert loss <= bound + 1e-9
+    # at delta = 0 noise is certified by the pointwise bound alone (finite), tending to r0^2
+    k0 = [bounded_error_kappa(1.0, 4.0, max_person_error=0.5, max_mean_sd=1.0, sigma=s)
+          for s in (0.1, 1.0, 100.0)]  # fmt: skip
+    assert all(math.isfinite(k) for k in k0) and k0 == sorted(k0, reverse=True)
+    assert k0[-1] == pytest.approx(0.25, abs=1e-3)

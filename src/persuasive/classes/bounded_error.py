@@ -5,7 +5,8 @@ the *mean*; a member may be arbitrarily wrong about one person, and such a membe
 about :math:`z_{1-\delta}^2` nats from any noisy mean, however noisy (``docs/release_means.md``,
 "What noise can and cannot do"). This library's extension adds the bound the Sender needs for
 noise to pay — how wrong the Receiver may be about any one person, in prior standard
-deviations — to the subclass :math:`\mathcal G^{r,V}_x` with a bounded prior sd of the mean:
+deviations — to the subclass :math:`\mathcal G^{r,V}_x` with a bounded prior sd of the mean
+(V = ∞, Prop 7's :math:`\mathcal G^r_x`, when ``max_mean_sd`` is None):
 
 .. math::
 
@@ -15,7 +16,8 @@ deviations — to the subclass :math:`\mathcal G^{r,V}_x` with a bounded prior s
 
 The certificate of the exact and the noisy mean against it is
 :func:`persuasive.certify.bounded_error.bounded_error_kappa` (``docs/release_means.md``,
-section (e)): it decreases to 0 as the noise sd grows.
+section (e)): with V finite it decreases to 0 as the noise sd grows; without V noise cannot
+certify below the exact mean, whose bound needs only :math:`r_0`.
 """
 
 from __future__ import annotations
@@ -44,9 +46,10 @@ class BoundedErrorGaussianClass(GaussianMeanClass):
     ----------
     r1, r2 : float
         Prop 7's bounds (r1 > 0, r2 > 1).
-    max_mean_sd : float
-        V > 0: the Receiver's prior sd of the mean is at most V (needed: against a Receiver
-        whose prior on the mean is vague the noise is negligible).
+    max_mean_sd : float, optional
+        V > 0: the Receiver's prior sd of the mean is at most V (None: unbounded). Noise pays
+        only with it: against a Receiver whose prior on the mean is vague the noise is
+        negligible.
     max_person_error : float
         :math:`r_0 > 0`: :math:`|x_i - \mu_i| \le r_0 \sigma_i` for every person i.
 
@@ -64,17 +67,15 @@ class BoundedErrorGaussianClass(GaussianMeanClass):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.max_mean_sd is None:
-            raise ValidationError(
-                "max_mean_sd must bound the Receiver's prior sd of the mean (V > 0); got None: "
-                "against a Receiver whose prior on the mean is vague, noise is negligible"
-            )
         if self.max_person_error is None:
             raise ValidationError(
                 "max_person_error must be a number r0 > 0 (|x_i - mu_i| <= r0 sigma_i); got None"
             )
         r0 = dm.check("max_mean_sd", self.max_person_error, name="max_person_error")
         object.__setattr__(self, "max_person_error", r0)
+        # the theorem for this class registers itself on import (before Prop 7's, which
+        # would certify the larger class); imported here, once the class exists
+        import persuasive.certify.bounded_error  # noqa: F401
 
     def contains(self, prior: Prior, x: ArrayLike | None = None) -> bool:
         if not super().contains(prior, x):

@@ -52,6 +52,32 @@ def _noise(text: str | None) -> tuple[str | None, float | None]:
     return kind, dm.check("noise_scale", scale, name=f"--noise {kind}: the scale")
 
 
+def _person_error(r0: float | None, kind: str | None, v: float | None) -> float | None:
+    """``--max-person-error`` checked: > 0, and with Gaussian noise only beside --max-mean-sd."""
+    from persuasive import _domains as dm
+    from persuasive.errors import ValidationError
+
+    if r0 is None:
+        return None
+    r0 = dm.check("max_mean_sd", r0, name="--max-person-error")
+    if kind == "gaussian" and v is None:
+        raise ValidationError(
+            f"--max-person-error {r0:g} with --noise gaussian needs --max-mean-sd V (a bound on "
+            "the Receiver's prior sd of the mean): without it noise cannot certify below the "
+            "exact mean"
+        )
+    return r0
+
+
+def _receivers(r1: float, r2: float, v: float | None, r0: float | None) -> str:
+    """The Receiver class of the summary in plain words."""
+    text = f"Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"
+    if r0 is None:
+        return text + ("" if v is None else f", prior sd of the mean at most {c.num(v)}")
+    text += f"; Receivers who are at most {c.num(r0)} prior sds wrong about any one person"
+    return text + ("" if v is None else f" and whose prior sd of the mean is at most {c.num(v)}")
+
+
 @app.command("mean")
 def mean_cmd(
     data: DataArg,
@@ -71,6 +97,15 @@ def mean_cmd(
     max_mean_sd: Annotated[
         float | None, opt("--max-mean-sd", "Receivers: prior sd of the mean at most V (> 0).")
     ] = None,
+    max_person_error: Annotated[
+        float | None,
+        opt(
+            "--max-person-error",
+            "Receivers: at most R0 prior sds wrong about any one person (> 0; with noise needs "
+            "--max-mean-sd). Noise then lowers κ towards 0.",
+            metavar="R0",
+        ),
+    ] = None,
     delta: Annotated[
         float, typer.Option("--delta", help="Failure probability δ in [0, 1) (> 0 with noise).")
     ] = 0.0,
@@ -89,7 +124,9 @@ def mean_cmd(
     """Release the mean of a column (one per group with --group) and certify it (Prop 7).
 
     With --target-kappa: the largest r1 meeting κ (leave out --r1), or with --r1 and
-    --noise gaussian the smallest noise sd. Exit 0 when the guarantee holds, 1 when it does
+    --noise gaussian the smallest noise sd. With --max-person-error R0 the certificate is
+    against Receivers also at most R0 prior sds wrong about any one person
+    (docs/release_means.md, section (e)). Exit 0 when the guarantee holds, 1 when it does
     not, 2 on bad input, 3 on an internal error.
     """
     from persuasive.errors import ValidationError
@@ -108,6 +145,7 @@ def mean_cmd(
     r1, r2, delta, target_kappa = o["r1"], o["r2"], o["delta"], o["target_kappa"]
     max_mean_sd, seed = o["max_mean_sd"], o["seed"]
     kind, scale = _noise(noise)
+    r0 = _person_error(max_person_error, kind, max_mean_sd)
     if target_kappa is None and (r1 is None or (kind is not None and scale is None)):
         raise ValidationError(
             "give --r1 (and the noise scale, e.g. --noise gaussian:0.1), or --target-kappa K "
@@ -126,15 +164,17 @@ def mean_cmd(
             if r1 is None:
                 noise_arg = None if kind is None else (kind, scale)
                 r1 = means.calibrate_mean(
-                    target_kappa, r2=r2, noise=noise_arg, max_mean_sd=max_mean_sd, delta=delta
-                )
+                    target_kappa, r2=r2, noise=noise_arg, max_mean_sd=max_mean_sd, delta=delta,
+                    max_person_error=r0,
+                )  # fmt: skip
                 notes.append(
                     f"calibrated: the largest r1 with κ ≤ {target_kappa:g} is r1 = {r1:.6g}"
                 )
             else:
                 scale = means.calibrate_mean(
-                    target_kappa, r2=r2, r1=r1, noise=kind, max_mean_sd=max_mean_sd, delta=delta
-                )
+                    target_kappa, r2=r2, r1=r1, noise=kind, max_mean_sd=max_mean_sd, delta=delta,
+                    max_person_error=r0,
+                )  # fmt: skip
                 notes.append(
                     f"calibrated: the smallest {kind} noise sd with κ ≤ {target_kappa:g} is "
                     f"{scale:.6g}"
@@ -147,6 +187,7 @@ def mean_cmd(
             "delta": delta,
             "rng": seed,
             "target_kappa": target_kappa,
+            "max_person_error": r0,
         }
         step("read")
         release: Any
@@ -160,7 +201,7 @@ def mean_cmd(
         rows = [
             ("input", c.shown(data)),
             ("column", column + (f", one mean per {group}" if group else "")),
-            ("Receivers", f"Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
+            ("Receivers", _receivers(r1, r2, max_mean_sd, r0)),
             ("noise", "none (exact)" if kind is None else f"{kind}, scale {c.num(scale)}"),
         ]
         advice = release.noise_advice

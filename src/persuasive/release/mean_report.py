@@ -35,6 +35,12 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
                 f"; prior standard deviation of the mean at most {fmt(p.max_mean_sd)}"
                 if p.max_mean_sd is not None
                 else ""
+            )
+            + (
+                f"; at most {fmt(p.max_person_error)} prior standard deviations wrong about "
+                f"any one person (r0 = {fmt(p.max_person_error)})"
+                if p.max_person_error is not None
+                else ""
             ),
         ),
         (
@@ -70,19 +76,25 @@ def mean_report(rel: Any, doc: Mapping[str, Any], target_kappa: float | None) ->
         sections = [Section("What was released", pairs=pairs)]
     sections.append(certificate_section(doc))
     xs, kappas, label = rel.calibration_curve()
-    current = p.r1 if p.noise_sd is None else p.noise_sd
+    against_noise = label.startswith("Gaussian noise sd")
+    current = p.noise_sd if against_noise else p.r1
+    how = (
+        "the dotted line is the value used. Look at how fast κ grows with it."
+        if current is not None
+        else f"the exact mean released here is noise sd 0, κ = {fmt(rel.certificate.kappa)}. "
+        "Look at how fast κ falls as noise is added: against this class noise pays."
+    )
     figures = [
         Figure(
             "calibration.png",
-            f"The κ proven against the {label}, the other settings as released; the dotted "
-            "line is the value used. Look at how fast κ grows with it.",
+            f"The κ proven against the {label}, the other settings as released; {how}",
             plots.calibration_plot(
                 xs, kappas, xlabel=label, current=current, target_kappa=target_kappa
             ),
         )
     ]
     kappa = float(rel.certificate.kappa)
-    if p.noise_sd is None and math.isfinite(kappa) and kappa > 0:
+    if p.noise_sd is None and p.max_person_error is None and math.isfinite(kappa) and kappa > 0:
         figures.append(
             Figure(
                 "worst_individual.png",

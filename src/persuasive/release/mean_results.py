@@ -29,6 +29,8 @@ Noise = tuple[str, float] | None
 
 
 def _curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
+    if p.max_person_error is not None:
+        return _bounded_curve(p, xs)
     if p.noise_sd is None:
         grid = np.linspace(0.0, 2.0 * p.r1, 41)[1:] if xs is None else np.asarray(xs, float)
         return grid, grid + math.log(p.r2), "r1 (squared prior-mean error bound)"
@@ -36,6 +38,54 @@ def _curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray[np.floa
     grid = np.geomspace(s / 10.0, s * 10.0, 41) if xs is None else np.asarray(xs, float)
     kap = [gaussian_noise_kappa(p.r1, p.r2, float(g), p.max_mean_sd, p.delta)[0] for g in grid]
     return grid, np.asarray(kap), "Gaussian noise sd"
+
+
+#: The x-axis label of κ against the noise sd under the bounded-error class.
+BOUNDED_NOISE_LABEL = "Gaussian noise sd (Receivers at most r0 prior sds wrong about anyone)"
+
+
+def _bounded_curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
+    """κ under the bounded-error class: against the noise sd (around the release's sd, or from
+    V/100 to 100 V for the exact mean), or against r1 for the exact mean without V."""
+    from persuasive.certify.bounded_error import bounded_error_kappa
+
+    r0, v = p.max_person_error, p.max_mean_sd
+    assert r0 is not None
+
+    def kappa(r1: float, s: float) -> float:
+        return bounded_error_kappa(
+            r1, p.r2, max_person_error=r0, max_mean_sd=v, sigma=s, delta=p.delta
+        )
+
+    if p.noise_sd is None and v is None:
+        grid = np.linspace(0.0, 2.0 * p.r1, 41)[1:] if xs is None else np.asarray(xs, float)
+        label = "r1 (squared prior-mean error bound; Receivers at most r0 sds wrong about anyone)"
+        return grid, np.asarray([kappa(float(g), 0.0) for g in grid]), label
+    if xs is not None:
+        grid = np.asarray(xs, float)
+    elif p.noise_sd is not None:
+        grid = np.geomspace(p.noise_sd / 10.0, p.noise_sd * 10.0, 41)
+    else:
+        assert v is not None
+        grid = np.geomspace(v / 100.0, v * 100.0, 41)
+    return grid, np.asarray([kappa(p.r1, float(g)) for g in grid]), BOUNDED_NOISE_LABEL
+
+
+def _class_facts(p: MeanParams) -> list[tuple[str, str]]:
+    """The bounded-error class in the display, when the release is against it."""
+    if p.max_person_error is None:
+        return []
+    return [("Receivers", receivers_words(p))]
+
+
+def receivers_words(p: MeanParams) -> str:
+    """The Receivers of the class in plain words (the summary's line)."""
+    out = f"Gaussian, r1 = {p.r1:g}, r2 = {p.r2:g}"
+    if p.max_person_error is not None:
+        out += f", at most {p.max_person_error:g} prior sds wrong about any one person"
+    if p.max_mean_sd is not None:
+        out += f", prior sd of the mean at most {p.max_mean_sd:g}"
+    return out
 
 
 class _Means(display.ReleaseResult):
@@ -66,7 +116,9 @@ class _Means(display.ReleaseResult):
         return dict(MEAN_KIND.claim(self.params)["spec"])
 
     def calibration_curve(self, xs: ArrayLike | None = None) -> Any:
-        """κ against r1 (exact mean) or against the noise sd: ``(xs, kappas, label)``."""
+        """κ against r1 (exact mean) or against the noise sd: ``(xs, kappas, label)``; with
+        ``max_person_error`` under that class, against the noise sd also for the exact mean
+        when ``max_mean_sd`` is given (noise pays there)."""
         return _curve(self.params, xs)
 
     @property
@@ -79,7 +131,9 @@ class _Means(display.ReleaseResult):
         p = self.params
         if p.noise_sd is None:
             return None
-        return noise_advice(p.r1, p.r2, p.noise_sd, p.max_mean_sd, p.delta)
+        return noise_advice(
+            p.r1, p.r2, p.noise_sd, p.max_mean_sd, p.delta, max_person_error=p.max_person_error
+        )
 
     def statement(self) -> str:
         """The guarantee in one plain sentence."""
@@ -121,6 +175,7 @@ class MeanRelease(_Means):
         ]
         if self.params.noise_sd is not None:
             facts.append(("Gaussian noise sd", f"{self.params.noise_sd:g}"))
+        facts += _class_facts(self.params)
         return "Mean release", facts, None, ()
 
     def published_files(self, table_format: str) -> dict[str, Any]:
@@ -153,6 +208,7 @@ class GroupMeansRelease(_Means):
         facts = [("groups", f"{self.values.height:,}"), ("column", repr(self.params.value))]
         if self.params.noise_sd is not None:
             facts.append(("Gaussian noise sd", f"{self.params.noise_sd:g}"))
+        facts += _class_facts(self.params)
         return "Group means release", facts, self.published, ()
 
     def summary(self) -> dict[str, Any]:

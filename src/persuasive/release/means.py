@@ -6,6 +6,12 @@ r"""Release the mean of a numeric column (or one mean per group) with a certific
   (``docs/release_means.md``), an upper bound at δ > 0 under the class with the prior sd of the
   mean bounded by ``max_mean_sd``. Laplace noise is refused: it has no finite κ against this
   class (:class:`~persuasive.certify.noisy_mean_laplace.NoisyMeanLaplace`, proved).
+* Against Receivers with a bounded error on every person (``max_person_error`` = r0, the class
+  :class:`~persuasive.classes.bounded_error.BoundedErrorGaussianClass`): the certificate of
+  :func:`persuasive.certify.bounded_error.bounded_error_kappa` (this library's extension,
+  ``docs/release_means.md`` section (e)); with ``max_mean_sd`` its κ falls to 0 as the noise
+  grows. Noise needs ``max_mean_sd`` there (without it noise cannot certify below the exact
+  mean); the exact mean needs only r0.
 * Group means over disjoint groups: under a product prior across groups each individual's
   posterior depends only on its own group's mean, so κ is the largest per-group κ (parallel
   composition, proved in ``docs/release_means.md``); a joint (correlated) prior is refused.
@@ -77,6 +83,7 @@ def _params(
     value: str,
     group: str | None,
     target_kappa: float | None,
+    max_person_error: float | None = None,
 ) -> MeanParams:
     r1 = dm.check("r1", r1)
     r2 = dm.check("r2", r2)
@@ -85,18 +92,40 @@ def _params(
         max_mean_sd = dm.check("max_mean_sd", max_mean_sd)
     if target_kappa is not None:
         target_kappa = dm.check("target_kappa", target_kappa)
+    r0 = check_person_error(max_person_error, noise, max_mean_sd)
     sd = None
     if noise is not None:
         kind, scale = noise
         if kind == "laplace":
-            raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA)
-        if delta <= 0.0:
+            raise UnsupportedCombinationError(LAPLACE_NO_FINITE_KAPPA if r0 is None else LAPLACE_R0)
+        if delta <= 0.0 and r0 is None:
             raise ValidationError(
                 "delta must be > 0 with Gaussian noise (e.g. delta = 0.05); got delta = 0: "
                 "unbounded noise gives no finite kappa at delta = 0 (docs/release_means.md)"
             )
         sd = scale
-    return MeanParams(r1, r2, sd, max_mean_sd, delta, value, group, target_kappa)
+    return MeanParams(r1, r2, sd, max_mean_sd, delta, value, group, target_kappa, r0)
+
+
+#: Why Laplace noise is not released against the bounded-error class.
+LAPLACE_R0 = (
+    "Laplace noise with max_person_error is not released: its bound log r2 + r0^2 (any noise "
+    "law, docs/release_means.md section (e)) is never below the exact mean's; use Gaussian noise"
+)
+
+
+def check_person_error(r0: Any, noise: Any, max_mean_sd: float | None) -> float | None:
+    """``max_person_error`` validated: None, or r0 > 0; noise with r0 needs ``max_mean_sd``."""
+    if r0 is None:
+        return None
+    r0 = dm.check("max_mean_sd", r0, name="max_person_error")
+    if noise is not None and noise[0] == "gaussian" and max_mean_sd is None:
+        raise ValidationError(
+            f"max_person_error = {r0:g} with Gaussian noise needs max_mean_sd (a bound V on "
+            "the Receiver's prior sd of the mean): without it noise cannot certify below the "
+            "exact mean; got max_mean_sd = None"
+        )
+    return r0
 
 
 def _certificate(p: MeanParams) -> Certificate:
@@ -115,6 +144,7 @@ def release_mean(
     rng: Any = None,
     column: str = "value",
     target_kappa: float | None = None,
+    max_person_error: float | None = None,
 ) -> MeanRelease:
     r"""Release the mean of ``values`` (exactly, or plus Gaussian noise) with a certificate.
 
@@ -139,6 +169,10 @@ def release_mean(
         The name of the value column (stated in the certificate).
     target_kappa : float, optional
         The κ asked for: the certificate holds only if κ is at most it.
+    max_person_error : float, optional
+        r0 > 0: the certificate is then against Receivers who are also at most r0 prior sds
+        wrong about any one person (``BoundedErrorGaussianClass``; noise needs
+        ``max_mean_sd``; with it, δ = 0 is allowed with noise, ``docs/release_means.md`` (e)).
 
     Examples
     --------
@@ -148,11 +182,17 @@ def release_mean(
     (3.0, 2.386294, 'Prop 7 (Bon et al. 2026)')
     >>> release_mean([1e308, 1e308, 1e308], r1=1.0, r2=4.0).value
     1e+308
+    >>> rel = release_mean([1.0, 2.0, 6.0], r1=1.0, r2=4.0, noise=("gaussian", 8.0),
+    ...                    max_mean_sd=1.0, max_person_error=1.0, delta=0.05, rng=0)
+    >>> round(rel.certificate.kappa, 3)   # below the exact mean's 2.386: noise pays here
+    0.465
     """
     if is_table(values):
         values = read_values(values, column).get_column(column).to_numpy()
     arr = as_values(values)
-    p = _params(r1, r2, _noise(noise), max_mean_sd, delta, column, None, target_kappa)
+    p = _params(
+        r1, r2, _noise(noise), max_mean_sd, delta, column, None, target_kappa, max_person_error
+    )
     check_n(arr.size, p.r2, "values")
     cert = _certificate(p)
     out = mean_of(arr)
@@ -174,13 +214,16 @@ def release_group_means(
     rng: Any = None,
     independent_groups: bool = True,
     target_kappa: float | None = None,
+    max_person_error: float | None = None,
 ) -> GroupMeansRelease:
     r"""Release one mean of ``value`` per level of ``group`` (disjoint groups).
 
     κ is the per-group κ (parallel composition under a product prior across groups,
     ``docs/release_means.md``). ``independent_groups=False`` (a joint prior class over all
     individuals, groups correlated) is refused: composing the groups would need Prop 3, whose
-    conjugacy condition fails for an exact release of a Gaussian class.
+    conjugacy condition fails for an exact release of a Gaussian class. ``max_person_error``
+    as in :func:`release_mean` (each group's prior in the bounded-error class: the parallel
+    composition holds unchanged, ``docs/release_means.md`` (d)).
 
     Examples
     --------
@@ -198,7 +241,9 @@ def release_group_means(
             "first release, and the posterior after an exact release of a Gaussian class is "
             "singular (not in the class); declare independent groups or release one mean"
         )
-    p = _params(r1, r2, _noise(noise), max_mean_sd, delta, value, group, target_kappa)
+    p = _params(
+        r1, r2, _noise(noise), max_mean_sd, delta, value, group, target_kappa, max_person_error
+    )
     cert = _certificate(p)
     data = read_values(frame, value, group)
     x = data.get_column(value).to_numpy()

@@ -7,13 +7,18 @@ Claim::
                              "scores": [{"type": "marginal_dss"}],
                              "priors": {"class": "gaussian_mean", "r1": r1, "r2": r2,
                                         ["max_mean_sd": V]}}},
+                                        # or {"class": "bounded_error_gaussian", ...,
+                                        #     "max_person_error": r0}
      "columns": {"value": "...", "group": "..." or null},
      "target_kappa": K or null}
 
 Recomputed: the guarantee by :func:`persuasive.certify` of the spec — Prop 7 for the exact
 mean (κ = r1 + log r2, sharp), this library's extension for Gaussian noise
-(``docs/release_means.md``); group means are certified per group (parallel composition under a
-prior that treats the groups as independent, ``docs/release_means.md``). Publication:
+(``docs/release_means.md``), and against Receivers with a bounded error on every person
+(``max_person_error``, :mod:`persuasive.certify.bounded_error`, section (e)); group means
+are certified per group (parallel composition under a prior that treats the groups as
+independent, ``docs/release_means.md``). Old claims (without ``max_person_error``) read and
+verify unchanged. Publication:
 ``released.json`` (``{"mean": m}``) or ``released.csv`` / ``.parquet`` (group, mean); a verifier
 checks every published mean is a finite number and no group repeats.
 """
@@ -44,7 +49,8 @@ __all__ = ["KIND", "MeanParams", "gaussian_receiver", "mean_sentence"]
 
 @dataclass(frozen=True)
 class MeanParams:
-    """The parameters of a mean's claim (``noise_sd`` None: the exact mean)."""
+    """The parameters of a mean's claim (``noise_sd`` None: the exact mean;
+    ``max_person_error`` None: Prop 7's class, else the bounded-error class)."""
 
     r1: float
     r2: float
@@ -54,6 +60,7 @@ class MeanParams:
     value: str
     group: str | None = None
     target_kappa: float | None = None
+    max_person_error: float | None = None
 
 
 def gaussian_receiver(r1: float, r2: float, *, of: str, balance: str, max_sd: str = "") -> str:
@@ -95,6 +102,12 @@ def mean_sentence(p: MeanParams, kappa: float, delta: float, basis: str, holds: 
         if p.max_mean_sd is not None
         else ""
     )
+    if p.max_person_error is not None:
+        r0 = number(p.max_person_error)
+        v_part += (
+            f", who is at most {r0} prior standard deviation{'' if r0 == '1' else 's'} wrong "
+            "about any one person"
+        )
     of = "the mean" if p.group is None else "each group's mean"
     who = gaussian_receiver(
         p.r1,
@@ -152,6 +165,9 @@ class MeanKind:
             max_mean_sd=number(doc, f"{priors}.max_mean_sd", optional=True)
             if "max_mean_sd" in need(doc, priors, dict)
             else None,
+            max_person_error=number(doc, f"{priors}.max_person_error", optional=True)
+            if "max_person_error" in need(doc, priors, dict)
+            else None,
             delta=number(doc, "claim.spec.definition.delta") or 0.0,
             value=need(doc, "claim.columns.value", str),
             group=need(doc, "claim.columns.group", str, optional=True),
@@ -166,9 +182,16 @@ class MeanKind:
                 "first": mech,
                 "post": {"type": "gaussian", "sigma": p.noise_sd},
             }
-        priors: dict[str, Any] = {"class": "gaussian_mean", "r1": p.r1, "r2": p.r2}
+        bounded = p.max_person_error is not None
+        priors: dict[str, Any] = {
+            "class": "bounded_error_gaussian" if bounded else "gaussian_mean",
+            "r1": p.r1,
+            "r2": p.r2,
+        }
         if p.max_mean_sd is not None:
             priors["max_mean_sd"] = p.max_mean_sd
+        if bounded:
+            priors["max_person_error"] = p.max_person_error
         return {
             "spec": {
                 "mechanism": mech,
@@ -192,6 +215,12 @@ class MeanKind:
         from persuasive.scores import MarginalDSS
 
         cls = GaussianMeanClass(p.r1, p.r2, max_mean_sd=p.max_mean_sd)
+        if p.max_person_error is not None:
+            from persuasive.classes.bounded_error import BoundedErrorGaussianClass
+
+            cls = BoundedErrorGaussianClass(
+                p.r1, p.r2, max_mean_sd=p.max_mean_sd, max_person_error=p.max_person_error
+            )
         mech: Any = ExactMean()
         if p.noise_sd is not None:
             mech = Chain(ExactMean(), GaussianMechanism(p.noise_sd))
