@@ -68,6 +68,7 @@ _EXPORTS: dict[str, str] = {
     "profile": "persuasive.profile",
     "calibrate_mean": "persuasive.release.calibrate",
     "calibrate_threshold": "persuasive.release.calibrate",
+    "optimise": "persuasive.choose",
     "LinearRelease": "persuasive.release.linear",
     "LinkedRelease": "persuasive.release.linked",
     "release_linked_tables": "persuasive.release.linked",

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Candidate", "Choice"]
+__all__ = ["Candidate", "Choice", "best_of", "not_certified", "withholding"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ class Candidate:
         κ is proven at most the target at the requested δ.
     reason : str
         Why, in one sentence (what was proven, or why the family is not certified).
+    withheld : tuple of str
+        The parts not released (statistics withheld), when the family withholds some.
     """
 
     family: str
@@ -43,6 +45,7 @@ class Candidate:
     loss: float
     certified: bool
     reason: str
+    withheld: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class Choice:
         Every family searched is one-parameter and monotone, so the best is exact up to the
         stated tolerance (else: the best on the grid searched, and ``notes`` says so).
     notes : tuple of str
+    setting : tuple of (str, str)
+        What was asked, for people: the Receivers, the data's shape, the target, the loss.
     """
 
     best: Candidate | None
@@ -75,6 +80,7 @@ class Choice:
     utility: str = ""
     exact_search: bool = True
     notes: tuple[str, ...] = ()
+    setting: tuple[tuple[str, str], ...] = ()
 
     def to_frame(self) -> Any:
         """The frontier as a polars DataFrame: family, parameter, kappa, delta, loss,
@@ -111,9 +117,14 @@ class Choice:
         if b.family == "withhold":
             return f"Only withholding meets κ ≤ {self.target_kappa:g} at δ ≤ {self.delta:g}: {why}"
         what = b.family if b.parameter is None else f"{b.family} ({b.parameter:.6g})"
+        if b.withheld:
+            shown = ", ".join(b.withheld[:5])
+            more = f" and {len(b.withheld) - 5} more" if len(b.withheld) > 5 else ""
+            what += f" withholding {shown}{more}"
         return (
             f"Best certified mechanism for κ ≤ {self.target_kappa:g} at δ ≤ {self.delta:g}: "
-            f"{what}, κ = {b.kappa:.4g}, {self.utility} = {b.loss:.6g}. {b.reason}"
+            f"{what}, κ = {b.kappa:.4g}, {self.utility} = {b.loss:.6g}. "
+            f"{b.reason[:1].upper()}{b.reason[1:]}."
         )
 
     def plot(self, ax: Any = None) -> Any:
@@ -137,3 +148,48 @@ class Choice:
         ax.set_ylabel("certified κ (nats)")
         ax.legend()
         return ax
+
+    def to_html(self, setting: tuple[tuple[str, str], ...] = ()) -> str:
+        """The report as one self-contained HTML page: the statement, what was asked, the
+        families searched (certified or why not), the frontier table and its plot.
+
+        ``setting`` adds rows to "What was asked" (e.g. the input file)."""
+        from persuasive.choose.report import choice_html
+
+        return choice_html(self, setting)
+
+    def write_report(
+        self, path: Any, *, force: bool = False, setting: tuple[tuple[str, str], ...] = ()
+    ) -> dict[str, Any]:
+        """Write ``report.html``, ``report.md`` and ``frontier.png`` into the folder ``path``,
+        atomically (:class:`persuasive.files.output.OutputFolder`: a private temporary folder
+        renamed into place; an existing folder is replaced only with ``force`` and only if
+        persuasive wrote it). Returns the paths written."""
+        from persuasive.choose.report import write_choice_report
+
+        return write_choice_report(self, path, force=force, setting=setting)
+
+
+def not_certified(family: str, reason: str, delta: float = 0.0) -> Candidate:
+    """A family listed but not certified: κ and loss infinite, and why in one sentence."""
+    return Candidate(family, None, math.inf, delta, math.inf, False, reason)
+
+
+def withholding(loss: float) -> Candidate:
+    """Releasing nothing: κ = 0 (always certified) at the stated loss."""
+    return Candidate("withhold", None, 0.0, 0.0, loss, True, "nothing is released")
+
+
+def best_of(candidates: tuple[Candidate, ...]) -> Candidate:
+    """The certified candidate of least loss; on a tie a release beats withholding (it
+    publishes something), then fewer parts withheld, then a plain family, then the smaller κ."""
+    return min(
+        (c for c in candidates if c.certified),
+        key=lambda c: (
+            c.loss,
+            c.family == "withhold",
+            len(c.withheld),
+            c.family == "withhold_some",
+            c.kappa,
+        ),
+    )

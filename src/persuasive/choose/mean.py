@@ -29,7 +29,7 @@ from persuasive import _domains as dm
 from persuasive._rounding import ceil_log_sum
 from persuasive.certify.bounded_error import bounded_error_kappa
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
-from persuasive.choose.frontier import Candidate, Choice
+from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
 from persuasive.errors import ValidationError
 
 __all__ = ["choose_mean"]
@@ -116,19 +116,14 @@ def choose_mean(
            else "(Prop 7 with bounded error on every person, docs/release_means.md, (e))"),
     )  # fmt: skip
     gauss = _gaussian(kappa_of, target, delta, v)
-    withhold = Candidate("withhold", None, 0.0, 0.0, math.inf, True, "nothing is released")
-    laplace = Candidate(
-        "laplace", None, math.inf, delta, math.inf, False,
-        "Laplace noise has no finite κ against this class at δ < 1/2 (docs/release_means.md, "
-        "(c′))",
-    )  # fmt: skip
-    coarse = Candidate(
-        "coarsening", None, math.inf, 0.0, math.inf, False,
-        "a rounded mean is not certified by this library",
-    )  # fmt: skip
-    candidates = (exact, gauss, laplace, coarse, withhold)
-    certified = [c for c in candidates if c.certified]
-    best = min(certified, key=lambda c: (c.loss, c.family == "withhold", c.kappa))
+    laplace = not_certified(
+        "laplace",
+        "Laplace noise has no finite κ against this class at δ < 1/2 (docs/release_means.md, (c′))",
+        delta,
+    )
+    coarse = not_certified("coarsening", "a rounded mean is not certified by this library")
+    candidates = (exact, gauss, laplace, coarse, withholding(math.inf))
+    best = best_of(candidates)
     frontier = [exact, *_curve(kappa_of, target, delta, v)]
     return Choice(
         best, candidates, tuple(frontier), target, delta, UTILITY, True,

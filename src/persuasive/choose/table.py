@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from persuasive import _validation as v
-from persuasive.choose.frontier import Candidate, Choice
+from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
 from persuasive.classes.receivers import R_MIN, Receiver
 from persuasive.errors import ValidationError
 
@@ -107,21 +107,14 @@ def choose_table(
             "Prop 8 (Bon et al. 2026): the smallest h with -log alpha(h) <= the target; the "
             "loss grows with h, so it is the best threshold",
         )  # fmt: skip
-    noise = Candidate(
-        "noise", None, math.inf, 0.0, math.inf, False,
+    noise = not_certified(
+        "noise",
         "noise on counts (geometric, Laplace) is not certified against this Receiver model by "
         "this library",
-    )  # fmt: skip
-    withhold = Candidate(
-        "withhold", None, 0.0, 0.0, float(counts.size if obj == "count" else counts.sum()),
-        True, "nothing is released",
-    )  # fmt: skip
-    candidates = (supp, noise, withhold)
-    # on a tie of loss, a release beats withholding (it publishes something)
-    best = min(
-        (c for c in candidates if c.certified),
-        key=lambda c: (c.loss, c.family == "withhold", c.kappa),
     )
+    withhold = withholding(float(counts.size if obj == "count" else counts.sum()))
+    candidates = (supp, noise, withhold)
+    best = best_of(candidates)  # on a tie of loss, a release beats withholding
     return Choice(
         best, candidates, tuple(frontier), target, 0.0, utility, True,
         ("one-parameter and monotone: the smallest threshold meeting the target is the best",),
