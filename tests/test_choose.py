@@ -489,12 +489,12 @@ def test_cli_files_are_written_together_or_not_at_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A failure while drawing the plot leaves neither the frontier nor a temporary file."""
-    from persuasive.cli import choose as cli_choose
+    from persuasive.cli import choose_output
 
     def broken(*_: Any) -> None:
         raise RuntimeError("the plot failed")
 
-    monkeypatch.setattr(cli_choose, "_write_plot", broken)
+    monkeypatch.setattr(choose_output, "_write_plot", broken)
     res = invoke(*TABLE, "--alpha", "0.5", "--target-kappa", "1", "--frontier",
                  str(tmp_path / "f.csv"), "--plot", str(tmp_path / "f.png"))  # fmt: skip
     assert res.exit_code == 3 and "the plot failed" in res.stderr

@@ -232,7 +232,7 @@ def choose_linear(
     frontier = _frontier(cls, labels, costs, kept, who.size == 0, target, delta, scale)
     if who.size:
         notes: tuple[str, ...] = (
-            f"{exposed_why}; the statistics kept were chosen greedily "
+            "someone is exposed (see 'exact'), so the statistics kept were chosen greedily "
             "(persuasive.linear.greedy_withhold: drop the one whose removal lowers the largest κ "
             "under an independent prior most, until nobody is exposed). That is NOT an exact "
             "search: another subset may keep more, or cheaper-to-lose, statistics",
@@ -364,6 +364,8 @@ def _frontier(
         kc = costs[kept]
         for s, kk in zip(sig.tolist(), kap.tolist(), strict=True):
             drop = kc < s * s
+            if drop.all():  # nothing left to release: that is the point 'withhold' below
+                continue
             loss = base + float(np.where(drop, kc, s * s).sum())
             fam = "gaussian" if clean and not drop.any() else "withhold_some"
             out.append(Candidate(fam, s, kk, delta, loss, kk <= target, ""))

@@ -125,10 +125,20 @@ def choose_mean(
     candidates = (exact, gauss, laplace, coarse, withholding(math.inf))
     best = best_of(candidates)
     frontier = [exact, *_curve(kappa_of, target, delta, v)]
+    receivers = f"Gaussian class r1 = {r1:g}, r2 = {r2:g}"
+    if v is not None:
+        receivers += f", prior sd of the mean <= {v:g}"
+    if r0 is not None:
+        receivers += f", error about any one person <= {r0:g} prior sds"
+    setting = (
+        ("Receivers", receivers),
+        ("target", f"κ <= {target:g} at δ <= {delta:g}"),
+        ("loss", UTILITY),
+    )
     return Choice(
         best, candidates, tuple(frontier), target, delta, UTILITY, True,
         ("the families are one-parameter and monotone: the best is exact up to the bisection "
-         "on log σ, whose σ is rounded up",),
+         "on log σ, whose σ is rounded up",), setting,
     )  # fmt: skip
 
 

@@ -115,7 +115,16 @@ def choose_table(
     withhold = withholding(float(counts.size if obj == "count" else counts.sum()))
     candidates = (supp, noise, withhold)
     best = best_of(candidates)  # on a tie of loss, a release beats withholding
+    from persuasive.report.words import receiver_words
+
+    setting = (
+        ("Receivers", receiver_words(receiver.describe(), None)),
+        ("table", f"{counts.size} cells, total count {int(counts.sum())}"),
+        ("target", f"κ <= {target:g}"),
+        ("loss", utility),
+    )
     return Choice(
         best, candidates, tuple(frontier), target, 0.0, utility, True,
         ("one-parameter and monotone: the smallest threshold meeting the target is the best",),
+        setting,
     )  # fmt: skip
