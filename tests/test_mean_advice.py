@@ -94,3 +94,65 @@ def test_the_release_and_the_command_line_say_it(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0
     assert "Noise cannot beat the exact mean here (proven)" in result.output + result.stderr
+
+
+def _stated(advice: str, flag: str) -> float:
+    return float(advice.split(flag + " ")[1].split(" ")[0].rstrip(","))
+
+
+@pytest.mark.parametrize(
+    ("r1", "r2", "sigma", "v"), [(1.0, 4.0, 1.0, None), (1.0, 4.0, 0.3, 2.0), (2.2, 4.0, 1.0, 0.5)]
+)
+def test_the_advice_names_the_person_error_under_which_this_noise_would_pay(r1, r2, sigma, v):
+    """The r0 stated (rounded down) certifies below the exact mean's r1 + log r2 with
+    bounded_error_kappa, and a brute-force grid of r0 shows it is within 1% of the largest."""
+    from persuasive.certify.bounded_error import bounded_error_kappa
+    from persuasive.release.mean_advice import largest_person_error
+
+    delta, exact = 0.05, r1 + math.log(r2)
+    advice = noise_advice(r1, r2, sigma, v, delta)
+    assert advice is not None and "\n" not in advice
+    r0 = _stated(advice, "--max-person-error")
+    vv = sigma if v is None else v
+    if v is None:
+        assert _stated(advice, "--max-mean-sd") == sigma
+    else:
+        assert "--max-mean-sd" not in advice
+
+    c, g = 1 - 1 / r2, vv * vv / (vv * vv + sigma * sigma)
+    k = math.sqrt(r1 * g) + float(special.ndtri(1 - delta / 2))
+    top = gaussian_noise_kappa(r1, r2, sigma, vv, delta)[0]  # does not depend on r0
+
+    def kap(x: float) -> float:  # section (e)'s statement, written out
+        tail = -math.log(1 - c * g) + 2 * x * math.sqrt(c * g) * k / (1 - c * g)
+        return min(top, tail, -math.log(1 - c * g) + x * x)
+
+    stated = bounded_error_kappa(r1, r2, max_person_error=r0, max_mean_sd=vv, sigma=sigma,
+                                 delta=delta)  # fmt: skip
+    assert stated == pytest.approx(kap(r0), rel=1e-9) and stated < exact
+    assert f"would certify κ = {str(stated)[:4]}" in advice  # the κ stated is this one
+    grid = np.geomspace(r0 / 10, r0 * 10, 200)
+    beats = np.array([kap(float(g)) < exact for g in grid])
+    largest = float(grid[beats].max())
+    assert largest <= largest_person_error(r1, r2, sigma, vv, delta) * (1 + 1e-9)
+    assert r0 >= largest / 1.01 * (1 - 1e-3)  # rounded down to 3 digits, not further
+    assert not beats[grid > largest_person_error(r1, r2, sigma, vv, delta) * 1.001].any()
+
+
+def test_against_the_bounded_class_the_advice_names_a_noise_sd_that_pays() -> None:
+    from persuasive.certify.bounded_error import bounded_error_kappa
+
+    r1, r2, r0, v, delta = 0.1, 4.0, 1.0, 1.0, 0.05  # exact: r1 + log r2 = 1.486 < log r2 + r0^2
+    exact = bounded_error_kappa(r1, r2, max_person_error=r0)
+    advice = noise_advice(r1, r2, 0.1, v, delta, max_person_error=r0)
+    assert advice is not None and advice.startswith("Noise does not lower κ here: against")
+    s = float(advice.split("--noise gaussian:")[1].split(")")[0])
+    for g in np.geomspace(s, 1e4 * s, 8):  # that sd and every larger one pays
+        k = bounded_error_kappa(r1, r2, max_person_error=r0, max_mean_sd=v, sigma=float(g),
+                                delta=delta)  # fmt: skip
+        assert k < exact
+    # a noise that pays gives no advice; the release says the same
+    assert noise_advice(r1, r2, 2 * s, v, delta, max_person_error=r0) is None
+    rel = release_mean(np.arange(6.0), r1=r1, r2=r2, noise=("gaussian", 0.1), max_mean_sd=v,
+                       delta=delta, max_person_error=r0, rng=0)  # fmt: skip
+    assert rel.noise_advice == advice
