@@ -34,6 +34,42 @@ def _a_r(mechanism: Mechanism) -> tuple[np.ndarray, np.ndarray]:
     return a, np.zeros((a.shape[0], a.shape[0]))
 
 
+def _checked_a(mechanism: Mechanism, cls: LinearGaussianClass) -> str | None:
+    """Why A does not fit the class (None when it does), checking A as the class does. A
+    mechanism given by its column patterns is checked on its distinct columns (A is finite
+    when they are) and formed densely only to compare with an A bound to the class."""
+    pat = mechanism.patterns if isinstance(mechanism, LinearGaussian) else None
+    try:
+        if pat is None or cls.A is not None:
+            a, _ = _a_r(mechanism)
+            if a.shape[1] < 2:
+                return "needs n >= 2 individuals"
+            cls._a(a)
+        elif pat.shape[1] < 2:
+            return "needs n >= 2 individuals"
+    except ValidationError as exc:
+        return str(exc)
+    return None
+
+
+def _exposed(mechanism: Mechanism) -> np.ndarray:
+    """Who A exposes: the mechanism's own (cached, from its patterns when known) or
+    :func:`~persuasive.linear.classes.exposed_by`."""
+    if isinstance(mechanism, LinearGaussian):
+        return mechanism.exposed()
+    return exposed_by(_a_r(mechanism)[0])
+
+
+def _exposure_reason(mechanism: Mechanism) -> str | None:
+    bad = np.flatnonzero(_exposed(mechanism))
+    if bad.size:
+        return (
+            f"A exposes individual(s) {bad.tolist()} exactly (e_i in A's row space): the "
+            "class is empty, so no guarantee is certified; see persuasive.linear.analyse"
+        )
+    return None
+
+
 class LinearStats(Theorem):
     """κ of T = A x (+ N(0, R)) under (MarginalDSS, LinearGaussianClass).
 
@@ -60,29 +96,20 @@ class LinearStats(Theorem):
         cls = definition.priors
         if not isinstance(cls, LinearGaussianClass):
             return f"needs priors = LinearGaussianClass; got {type(cls).__name__}"
-        a, _ = _a_r(mechanism)
-        if a.shape[1] < 2:
-            return "needs n >= 2 individuals"
-        try:
-            cls._a(a)
-        except ValidationError as exc:
-            return str(exc)
-        bad = np.flatnonzero(exposed_by(a))
-        if bad.size:
-            return (
-                f"A exposes individual(s) {bad.tolist()} exactly (e_i in A's row space): the "
-                "class is empty, so no guarantee is certified; see persuasive.linear.analyse"
-            )
-        return None
+        return _checked_a(mechanism, cls) or _exposure_reason(mechanism)
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:
         cls: LinearGaussianClass = definition.priors
-        a, r = _a_r(mechanism)
-        if not np.any(r):
+        r = np.asarray(mechanism.R) if isinstance(mechanism, LinearGaussian) else None
+        if r is None or not np.any(r):
             return cls.kappa, True, ("sharp: attained by Phi = I with min_i D_i/sigma_i^2 = 1/r2",)
         if delta <= 0.0:
             return math.inf, True, ("delta = 0: Gaussian noise is unbounded (no finite kappa)",)
-        k = cls.class_kappa(a, r, delta)
+        why = _checked_a(mechanism, cls) or _exposure_reason(mechanism)
+        if why is not None:
+            raise ValidationError(why)
+        # = cls.class_kappa(A, R, delta): A checked and nobody exposed, κ depends on R only
+        k = cls.noise_kappa(r, r.shape[0], delta)
         notes = ["upper bound: sup over x_i inside the tail, gamma sup by interval arithmetic"]
         if cls.max_stat_sd is None:
             notes.append("max_stat_sd unbounded: gamma up to 1, noise cannot beat r1 + log r2")

@@ -132,10 +132,13 @@ def calibrate_noise(
     cls: LinearGaussianClass | None = None,
     delta: float = 0.05,
     per_statistic: bool = False,
+    patterns: ColumnPatterns | None = None,
 ) -> NoiseCalibration:
     """Smallest noise scale bringing every individual to κ ≤ ``target``.
 
-    Give either a fixed prior (``mean``, ``cov``, ``r1``) or a class ``cls``.
+    Give either a fixed prior (``mean``, ``cov``, ``r1``) or a class ``cls``. ``patterns``:
+    A's column patterns, when known (:mod:`persuasive.linear.structured`): the class route
+    then checks who A exposes from them instead of from A.
 
     Examples
     --------
@@ -154,7 +157,10 @@ def calibrate_noise(
         scale = cls.max_stat_sd or 1.0
         c = np.sqrt(np.einsum("ij,ij->i", a, a)) if per_statistic else np.ones(k)
         c = c / c.max()
-        cls.class_kappa(a)  # checks A (bound A, nobody exposed) once: κ(s) needs nothing else
+        if patterns is None or cls.A is not None:
+            cls.class_kappa(a)  # checks A (bound A, nobody exposed) once: κ(s) needs nothing else
+        else:
+            _nobody_exposed(patterns, a.shape)
         curve = ClassCurve(cls, delta)
 
         def f(s: float) -> float:
@@ -180,6 +186,18 @@ def calibrate_noise(
             return float(an.kappa(r1v, delta).max())
 
     return _search(f, a, c, scale, target)
+
+
+def _nobody_exposed(patterns: ColumnPatterns, shape: tuple[int, ...]) -> None:
+    """:meth:`LinearGaussianClass.class_kappa`'s check of A, from A's column patterns."""
+    if patterns.shape != shape:
+        raise ValidationError(f"patterns are of a {patterns.shape} matrix; A is {shape}")
+    bad = np.flatnonzero(LinearGaussian.from_patterns(patterns).exposed())
+    if bad.size:
+        raise ValidationError(
+            f"A exposes individual(s) {bad.tolist()} (e_i in A's row space): the class is "
+            "empty and no guarantee is certified; withhold or add noise (fixed-prior analysis)"
+        )
 
 
 def _search(

@@ -12,12 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import combinations
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from persuasive import _tolerances as tol
+from persuasive.errors import ValidationError
+
+if TYPE_CHECKING:
+    from persuasive.linear.structured import ColumnPatterns
 
 __all__ = [
     "COMBINATION_RTOL",
@@ -26,6 +30,7 @@ __all__ = [
     "combination_of",
     "exposures",
     "pattern_spread",
+    "spread_of",
 ]
 
 #: Coefficients of a revealing combination below this (relative to the largest) are not shown.
@@ -112,12 +117,17 @@ def pattern_spread(a: NDArray[np.float64]) -> PatternSpread | None:
     >>> ps.exposed.tolist(), ps.combination[0].round(8).tolist(), ps.spread.round(6).tolist()
     ([3], [4.0, -3.0], [0.666667, 0.666667, 0.666667, 0.0])
     """
-    from persuasive.linear.analysis import RANK_RTOL
     from persuasive.linear.structured import column_patterns
 
     pat = column_patterns(a)
-    if pat is None:
-        return None
+    return None if pat is None else spread_of(pat)
+
+
+def spread_of(pat: ColumnPatterns) -> PatternSpread:
+    """:func:`pattern_spread` from A's column patterns ``pat`` (known, e.g. from the
+    statistics' selections by :func:`~persuasive.linear.structured.patterns_of_masks`)."""
+    from persuasive.linear.analysis import RANK_RTOL
+
     u, s, wt, w = pat.svd()
     keep = s > RANK_RTOL * s[0]
     u, s, wt = u[:, keep], s[keep], wt[keep]
@@ -131,10 +141,21 @@ def pattern_spread(a: NDArray[np.float64]) -> PatternSpread | None:
     return PatternSpread(spread, exposed, combination, mt, pattern)
 
 
-def exposures(a: NDArray[np.float64], names: Sequence[str]) -> tuple[LinearExposure, ...]:
+def exposures(
+    a: NDArray[np.float64] | None,
+    names: Sequence[str],
+    *,
+    patterns: ColumnPatterns | None = None,
+) -> tuple[LinearExposure, ...]:
     """Every individual the statistics with matrix ``a`` (k × n) expose, with a combination
-    (from A's column patterns when it has few distinct columns, :func:`pattern_spread`)."""
-    fast = pattern_spread(a)
+    (from A's column patterns when it has few distinct columns, :func:`pattern_spread`, or
+    from ``patterns`` when they are known; ``a`` may then be None)."""
+    if patterns is not None:
+        fast: PatternSpread | None = spread_of(patterns)
+    elif a is None:
+        raise ValidationError("exposures needs the matrix a or its column patterns")
+    else:
+        fast = pattern_spread(a)
     if fast is not None:
         return tuple(
             LinearExposure(int(i), combination_of(_sparsest(fast.mt, int(p), c), names))
@@ -143,6 +164,7 @@ def exposures(a: NDArray[np.float64], names: Sequence[str]) -> tuple[LinearExpos
     from persuasive.linear.analysis import analyse
     from persuasive.linear.structured import StructuredCovariance
 
+    assert a is not None  # pattern_spread(a) was None
     n = a.shape[1]
     found = analyse(np.zeros(n), StructuredCovariance(np.ones(n)), a).exposures()
     return tuple(

@@ -13,6 +13,7 @@ Statistics over subsets of records have few distinct columns: :func:`column_patt
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,6 +176,65 @@ class ColumnPatterns:
         )
         u, s, wt = np.linalg.svd(self.columns * np.sqrt(w)[None, :], full_matrices=False)
         return u, s, wt, w
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The shape (k, n) of A."""
+        return int(self.columns.shape[0]), int(self.index.size)
+
+    def dense(self) -> NDArray[np.float64]:
+        """A = C E as a dense (k, n) array."""
+        return np.ascontiguousarray(self.columns[:, self.index])
+
+
+#: Above this many statistics the pattern codes of :func:`patterns_of_masks` are sorted
+#: instead of counted in a table of 2^k entries.
+CODE_TABLE_MAX_K = 20
+
+
+def patterns_of_masks(masks: Sequence[ArrayLike], coef: ArrayLike) -> ColumnPatterns | None:
+    r"""The column patterns of :math:`A_{ji} = c_j [i \in S_j]` (statistic j the ``coef[j]``
+    multiple of the indicator ``masks[j]``, coefficients non-zero), exact, in O(nk).
+
+    Column i of A is fixed by the set of statistics covering i, so the patterns are the
+    distinct codes :math:`\sum_j 2^j [i \in S_j]`, numbered in increasing order (the same
+    masks give the same numbering). None for more than 62 statistics (then
+    :func:`column_patterns` of the dense A is used).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from persuasive.linear.structured import patterns_of_masks
+    >>> p = patterns_of_masks([[1, 1, 1, 1], [0, 0, 1, 1]], [0.25, 1.0])
+    >>> p.columns.tolist(), p.index.tolist(), p.count.tolist()
+    ([[0.25, 0.25], [0.0, 1.0]], [0, 0, 1, 1], [2, 2])
+    >>> bool(np.array_equal(p.dense(), [[0.25] * 4, [0, 0, 1, 1]]))
+    True
+    """
+    m = [np.asarray(row, dtype=bool) for row in masks]
+    c = np.asarray(coef, dtype=np.float64)
+    k = len(m)
+    if k == 0 or k > 62 or c.shape != (k,) or not np.all(np.isfinite(c)) or np.any(c == 0):
+        return None
+    n = m[0].size
+    code = np.zeros(n, dtype=np.int64)
+    for j, row in enumerate(m):  # k statistics, each one vectorised pass over the n records
+        code |= row.view(np.uint8).astype(np.int64) << j
+    if k <= CODE_TABLE_MAX_K:
+        table = np.bincount(code, minlength=1 << k)
+        present = np.flatnonzero(table)
+        number = np.zeros(1 << k, dtype=np.intp)
+        number[present] = np.arange(present.size)
+        index = number[code]
+        count = table[present]
+    else:
+        present, index, count = np.unique(code, return_inverse=True, return_counts=True)
+    bits = (present[None, :] >> np.arange(k)[:, None]) & 1
+    return ColumnPatterns(
+        np.ascontiguousarray(bits * c[:, None], dtype=np.float64),
+        index.astype(np.intp, copy=False),
+        count.astype(np.int64),
+    )
 
 
 def column_patterns(a: NDArray[np.float64]) -> ColumnPatterns | None:

@@ -12,8 +12,9 @@ Bon et al. 2026).
 
 from __future__ import annotations
 
+import hashlib
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -23,6 +24,9 @@ from persuasive import _tolerances as tol
 from persuasive import _validation as v
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.mechanisms.base import Mechanism
+
+if TYPE_CHECKING:
+    from persuasive.linear.structured import ColumnPatterns
 
 
 def noise_covariance(R: ArrayLike | None, k: int) -> NDArray[np.float64]:
@@ -82,21 +86,98 @@ class LinearGaussian(Mechanism):
 
     def __init__(self, A: ArrayLike, R: ArrayLike | None = None) -> None:
         a = np.atleast_2d(dm.LINEAR_A.check("A", A))
-        r = noise_covariance(R, a.shape[0])
         a.setflags(write=False)
+        self._a: NDArray[np.float64] | None = a
+        self.patterns: ColumnPatterns | None = None
+        self._set_noise(R, a.shape[0])
+
+    def _set_noise(self, R: ArrayLike | None, k: int) -> None:
+        r = noise_covariance(R, k)
         r.setflags(write=False)
-        self.A: NDArray[np.float64] = a
         self.R: NDArray[np.float64] = r
         self.exact: bool = bool(not np.any(r))
         self.deterministic = self.exact
+        self._exposed: NDArray[np.bool_] | None = None
+
+    @classmethod
+    def from_patterns(cls, patterns: ColumnPatterns, R: ArrayLike | None = None) -> LinearGaussian:
+        r"""The mechanism of :math:`A = C E` given by A's column patterns
+        (:class:`persuasive.linear.structured.ColumnPatterns`: C the distinct columns, E who
+        has which), without the dense k × n matrix: ``A`` is formed only when asked for, and
+        who is exposed (:meth:`exposed`) comes from the k × m matrix C.
+
+        Examples
+        --------
+        >>> import persuasive as pp
+        >>> from persuasive.linear.structured import patterns_of_masks
+        >>> p = patterns_of_masks([[1, 1, 1, 1], [1, 1, 0, 0]], [0.25, 0.5])
+        >>> m = pp.LinearGaussian.from_patterns(p)
+        >>> m.k, m.n, m.A.tolist()
+        (2, 4, [[0.25, 0.25, 0.25, 0.25], [0.5, 0.5, 0.0, 0.0]])
+        >>> m.describe()["A"]["columns"], m.exposed().tolist()
+        ([[0.25, 0.25], [0.0, 0.5]], [False, False, False, False])
+        """
+        from persuasive.linear.structured import ColumnPatterns
+
+        if not isinstance(patterns, ColumnPatterns):
+            raise ValidationError(
+                f"patterns must be a persuasive.linear.structured.ColumnPatterns; got "
+                f"{type(patterns).__name__}"
+            )
+        cols = np.atleast_2d(dm.LINEAR_A.check("A", patterns.columns))
+        index, count = np.asarray(patterns.index), np.asarray(patterns.count)
+        m = cols.shape[1]
+        if (
+            index.ndim != 1
+            or index.dtype.kind not in "iu"
+            or count.shape != (m,)
+            or (index.size and (int(index.min()) < 0 or int(index.max()) >= m))
+            or not np.array_equal(np.bincount(index, minlength=m), count)
+        ):
+            raise ValidationError(
+                f"patterns: index must hold, for each of n individuals, one of the {m} columns, "
+                "and count how many have each"
+            )
+        self = cls.__new__(cls)
+        self._a = None
+        self.patterns = ColumnPatterns(cols, index, count)
+        self._set_noise(R, cols.shape[0])
+        return self
+
+    @property
+    def A(self) -> NDArray[np.float64]:
+        """The statistics, one per row (k, n)."""
+        if self._a is None:
+            assert self.patterns is not None
+            a = self.patterns.dense()
+            a.setflags(write=False)
+            self._a = a
+        return self._a
 
     @property
     def n(self) -> int:
-        return int(self.A.shape[1])
+        return int(self.A.shape[1] if self.patterns is None else self.patterns.shape[1])
 
     @property
     def k(self) -> int:
-        return int(self.A.shape[0])
+        return int(self.R.shape[0])
+
+    def exposed(self) -> NDArray[np.bool_]:
+        """Who the statistics expose, :math:`e_i` in A's row space (computed once): from the
+        column patterns when they are known, else
+        :func:`persuasive.linear.classes.exposed_by`."""
+        if self._exposed is None:
+            if self.patterns is not None:
+                from persuasive.linear.exposure import spread_of
+
+                bad = np.asarray(spread_of(self.patterns).spread <= tol.VAR_RTOL)
+            else:
+                from persuasive.linear.classes import exposed_by
+
+                bad = exposed_by(self.A)
+            bad.setflags(write=False)
+            self._exposed = bad
+        return self._exposed
 
     def _x(self, x: ArrayLike) -> NDArray[np.float64]:
         xs = v.array("x", x, ndim=None)
@@ -143,7 +224,25 @@ class LinearGaussian(Mechanism):
         return np.asarray(-0.5 * (quad + logdet + self.k * math.log(2.0 * math.pi)))
 
     def __repr__(self) -> str:
+        if self.patterns is not None:
+            return (
+                f"LinearGaussian.from_patterns(k={self.k}, n={self.n}, "
+                f"m={self.patterns.count.size}, R={self.R.tolist()})"
+            )
         return f"LinearGaussian(A={self.A.tolist()}, R={self.R.tolist()})"
 
     def describe(self) -> dict[str, Any]:
-        return {"mechanism": "LinearGaussian", "A": self.A.tolist(), "R": self.R.tolist()}
+        """A written out; for a mechanism built :meth:`from_patterns`, A by its distinct
+        columns and the SHA-256 of the pattern index (int64, little-endian), not n × k numbers."""
+        if self.patterns is None:
+            return {"mechanism": "LinearGaussian", "A": self.A.tolist(), "R": self.R.tolist()}
+        idx = np.ascontiguousarray(self.patterns.index, dtype="<i8")
+        return {
+            "mechanism": "LinearGaussian",
+            "A": {
+                "columns": self.patterns.columns.tolist(),
+                "n": self.n,
+                "index_sha256": hashlib.sha256(idx.data).hexdigest(),
+            },
+            "R": self.R.tolist(),
+        }

@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -38,132 +37,92 @@ from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.files.sources import Source
 from persuasive.linear.exposure import LinearExposure, combination_of, exposures
+from persuasive.linear.structured import ColumnPatterns, patterns_of_masks
 from persuasive.release import display
-from persuasive.release.statistics import Statistic, build_rows
+from persuasive.release.linear_result import LinearRelease, statement_of
+from persuasive.release.statistics import build_rows
 from persuasive.report.kinds.linear import KIND as LINEAR_KIND
 from persuasive.report.kinds.linear import LinearParams
-from persuasive.report.words import plural
-from persuasive.results import Certificate
 
 __all__ = ["LinearExposure", "LinearRelease", "combination_of", "release_linear", "statement_of"]
 
 
-@dataclass(frozen=True, repr=False)
-class LinearRelease(display.ReleaseResult):
-    """A release of linear statistics; see :func:`release_linear`.
+@dataclass(frozen=True)
+class Options:
+    """The checked options of :func:`release_linear` (the Receiver class and the repair)."""
 
-    ``rel.values`` is the published table; ``rel.write(folder)`` writes the release folder
-    (refused when someone is exposed: there is nothing to publish).
-
-    Attributes
-    ----------
-    values : polars.DataFrame
-        Columns name, kind, where, value: the released statistics (value null when refused).
-    statistics, withheld : tuple of Statistic
-        Every statistic asked for, and those withheld (greedy withholding).
-    certificate : Certificate or None
-        None when the release is refused because someone is exposed.
-    exposed : tuple of LinearExposure
-        ``(row_id, combination)`` of each exposed individual of the statistics asked for.
-    params : LinearParams or None
-        The certificate's claim (None when refused).
-    """
-
-    kind: ClassVar[str] = "linear"
-
-    values: pl.DataFrame
-    statistics: tuple[Statistic, ...]
-    withheld: tuple[Statistic, ...]
-    value: str
-    n: int
     r1: float
     r2: float
-    delta: float
     noise_sd: float | None
+    target_kappa: float | None
+    withhold: bool
+    delta: float | None  # None: the default (0 exact, 0.05 with noise)
     max_stat_sd: float | None
-    certificate: Certificate | None
-    exposed: tuple[LinearExposure, ...]
-    params_: LinearParams | None = field(default=None, repr=False)
-    target_kappa: float | None = None
-    calibrated: str = ""
-    matrix: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
 
-    @property
-    def params(self) -> LinearParams:
-        if self.params_ is None:
-            raise ValidationError(f"nothing to publish: {statement_of(self)}")
-        return self.params_
+    @classmethod
+    def check(
+        cls,
+        r1: Any,
+        r2: Any,
+        noise_sd: Any,
+        target_kappa: Any,
+        withhold: bool,
+        delta: Any,
+        max_stat_sd: Any,
+    ) -> Options:
+        """Each option checked against its domain (one line naming it when it is bad), in
+        the order of :func:`release_linear`'s parameters."""
 
-    @property
-    def refused(self) -> bool:
-        return self.certificate is None
+        def maybe(name: str, value: Any) -> Any:
+            return None if value is None else dm.check(name, value)
 
-    @property
-    def holds(self) -> bool:
-        """Released, κ finite, and at most the target when one was given."""
-        cert = self.certificate
-        if cert is None or not cert.holds or not math.isfinite(cert.kappa):
-            return False
-        return self.target_kappa is None or cert.kappa <= self.target_kappa
+        r1, r2 = dm.check("r1", r1), dm.check("r2", r2)
+        noise_sd, target_kappa = maybe("noise_sd", noise_sd), maybe("target_kappa", target_kappa)
+        if noise_sd is not None and (target_kappa is not None or withhold):
+            raise ValidationError(
+                "noise_sd is fixed noise; target_kappa (calibrated noise) and withhold are the "
+                "alternatives to it: give one of them"
+            )
+        return cls(
+            r1,
+            r2,
+            noise_sd,
+            target_kappa,
+            bool(withhold),
+            delta,
+            maybe("max_stat_sd", max_stat_sd),
+        )
 
-    @property
-    def spec(self) -> dict[str, Any]:
-        return dict(LINEAR_KIND.claim(self.params)["spec"])
+    def receivers(self) -> Any:
+        """The Receiver class :class:`persuasive.linear.LinearGaussianClass`."""
+        from persuasive.linear import LinearGaussianClass
 
-    def summary(self) -> dict[str, Any]:
-        """Data-dependent facts for the custodian and the report (never for the certificate)."""
-        return {
-            "n": self.n,
-            "k_asked": len(self.statistics),
-            "k_released": 0 if self.refused else self.values.height,
-            "withheld": [s.name for s in self.withheld],
-            "exposed": [e.row_id for e in self.exposed],
-            "kappa": math.inf if self.certificate is None else self.certificate.kappa,
-            "delta": self.delta,
-            "noise_sd": self.noise_sd,
-        }
-
-    def statement(self) -> str:
-        """The guarantee, or the refusal, in one plain sentence."""
-        return statement_of(self)
-
-    def _display(self) -> tuple[str, list[tuple[str, str]], Any, tuple[str, ...]]:
-        k = 0 if self.refused else self.values.height
-        facts = [("statistics", f"{k} of {len(self.statistics)}"), ("column", repr(self.value))]
-        facts.append(("n", f"{self.n:,}"))
-        if self.withheld:
-            facts.append(("withheld", ", ".join(s.name for s in self.withheld)))
-        if self.exposed:
-            facts.append(("exposed individuals", str(len(self.exposed))))
-        if self.noise_sd is not None:
-            facts.append(("Gaussian noise sd", f"{self.noise_sd:.4g}"))
-        return "Linear statistics release", facts, self.values, ()
-
-    def calibration_curve(self, xs: Any = None) -> tuple[Any, Any, str]:
-        """κ under the class against the noise sd on every statistic: ``(sds, kappas, label)``."""
-        return _curve(self, xs)
-
-    def published_files(self, table_format: str) -> dict[str, Any]:
-        from persuasive.release.pipeline import frame_files
-
-        self.params  # noqa: B018 - a refused release has nothing to publish
-        return frame_files({"released": self.values}, table_format)
-
-    def custodian(self, table_format: str) -> dict[str, Any]:
-        return {}
-
-    def expected(self, name: str) -> pl.DataFrame | None:
-        return self.values if Path(name).stem == "released" else None
-
-    def report(self, document: Mapping[str, Any], target_kappa: float | None) -> Any:
-        from persuasive.release.linear_output import linear_report
-
-        return linear_report(self, document)
+        return LinearGaussianClass(self.r1, self.r2, max_stat_sd=self.max_stat_sd)
 
 
-# --------------------------------------------------------------------------------------------
-# The release
-# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Design:
+    """The statistics' matrix A (dense, for the published A x), who each covers (``masks``,
+    k × n) and A's column patterns (for exposure, without a dense SVD)."""
+
+    a: NDArray[np.float64]
+    masks: NDArray[np.bool_]
+    patterns: ColumnPatterns | None
+
+    @classmethod
+    def of(cls, a: NDArray[np.float64]) -> Design:
+        masks = a != 0  # A is 1/n_j (> 0) or 1 on the covered records, 0 elsewhere
+        coef = a[np.arange(a.shape[0]), np.argmax(masks, axis=1)]
+        return cls(a, masks, patterns_of_masks(masks, coef))
+
+    def rows(self, keep: list[int]) -> Design:
+        """The design of the statistics ``keep`` (in order)."""
+        if len(keep) == self.a.shape[0]:
+            return self
+        return Design.of(self.a[keep])
+
+    def exposures(self, names: list[str]) -> tuple[LinearExposure, ...]:
+        return exposures(self.a, names, patterns=self.patterns)
 
 
 def _reference(n: int) -> tuple[NDArray[np.float64], Any]:
@@ -172,6 +131,63 @@ def _reference(n: int) -> tuple[NDArray[np.float64], Any]:
     from persuasive.linear import StructuredCovariance
 
     return np.zeros(n), StructuredCovariance(np.ones(n))
+
+
+def _repair(
+    design: Design, names: list[str], exposed: tuple[LinearExposure, ...], o: Options
+) -> tuple[list[int], float | None, str]:
+    """Which statistics to release, the noise sd on each, and the sentence saying how they
+    were chosen: all of them (exact or ``noise_sd``), greedy withholding, or calibrated noise."""
+    keep = list(range(len(names)))
+    if o.withhold:  # drop statistics until nobody is exposed; the target is then only checked
+        from persuasive.linear import greedy_withhold
+
+        mean, cov = _reference(design.a.shape[1])
+        w = greedy_withhold(design.a, sys.float_info.max, mean=mean, cov=cov, r1=o.r1)
+        dropped = [names[int(j)] for j in w.dropped]
+        how = (
+            f"withheld {', '.join(dropped)} (greedy, in that order)"
+            if dropped
+            else "nothing had to be withheld"
+        )
+        return sorted(int(j) for j in w.kept), None, how
+    if o.target_kappa is None or o.r1 + math.log(o.r2) <= o.target_kappa:
+        return keep, o.noise_sd, ""
+    if exposed:
+        return (
+            keep,
+            None,
+            "no noise is certified: the class is empty when the statistics expose someone "
+            "(docs/linear_release.md); withhold statistics instead",
+        )
+    from persuasive.linear import calibrate_noise
+
+    d = 0.05 if o.delta is None else o.delta
+    cal = calibrate_noise(
+        design.a, o.target_kappa, cls=o.receivers(), delta=d, patterns=design.patterns
+    )
+    sd = float(cal.sd)
+    return (
+        keep,
+        sd,
+        f"the smallest noise sd on every statistic with κ ≤ {o.target_kappa:g} is {sd:.6g}",
+    )
+
+
+def _published(
+    a: NDArray[np.float64], x: NDArray[np.float64], sd: float | None, rng: Any, kept: list[Any]
+) -> list[float | None]:
+    """A x (+ N(0, sd²) on each), refused unless every value is finite."""
+    t = a @ np.nan_to_num(x)  # x is NaN only on rows no statistic selects
+    if sd is not None:
+        t = t + v.rng("rng", rng).normal(0.0, sd, size=t.shape)
+    bad = np.flatnonzero(~np.isfinite(t))
+    if bad.size:
+        raise ValidationError(
+            f"statistic {kept[int(bad[0])].name!r} is {t[bad[0]]}: a published number must "
+            "be finite; nothing is released"
+        )
+    return [float(z) for z in t]
 
 
 def release_linear(
@@ -240,99 +256,46 @@ def release_linear(
     >>> bad.certificate is None, bad.exposed[0].describe()
     (True, 'row 3 = 4·all − no3')
     """
-    from persuasive.linear import LinearGaussianClass
-
     if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
         from persuasive.files.reading import scan
 
         frame = scan(frame, text=[value], infer=True)
     stats, a, x = build_rows(frame, statistics, value)
-    r1 = dm.check("r1", r1)
-    r2 = dm.check("r2", r2)
-    if noise_sd is not None:
-        noise_sd = dm.check("noise_sd", noise_sd)
-        if target_kappa is not None or withhold:
-            raise ValidationError(
-                "noise_sd is fixed noise; target_kappa (calibrated noise) and withhold are the "
-                "alternatives to it: give one of them"
-            )
-    if target_kappa is not None:
-        target_kappa = dm.check("target_kappa", target_kappa)
-    if max_stat_sd is not None:
-        max_stat_sd = dm.check("max_stat_sd", max_stat_sd)
-    cls = LinearGaussianClass(r1, r2, max_stat_sd=max_stat_sd)
-    cls_doc: dict[str, Any] = {"class": "linear_gaussian", "r1": r1, "r2": r2}
-    if max_stat_sd is not None:
-        cls_doc["max_stat_sd"] = max_stat_sd
+    o = Options.check(r1, r2, noise_sd, target_kappa, withhold, delta, max_stat_sd)
     names = [s.name for s in stats]
-    exposed = exposures(a, names)
-    keep = list(range(len(stats)))
-    sd, calibrated = noise_sd, ""
-    exact_kappa = r1 + math.log(r2)
-    if withhold:  # drop statistics until nobody is exposed; the target is then only checked
-        from persuasive.linear import greedy_withhold
-
-        mean, cov = _reference(a.shape[1])
-        w = greedy_withhold(a, sys.float_info.max, mean=mean, cov=cov, r1=r1)
-        keep = sorted(int(j) for j in w.kept)
-        dropped = [names[int(j)] for j in w.dropped]
-        calibrated = (
-            f"withheld {', '.join(dropped)} (greedy, in that order)"
-            if dropped
-            else "nothing had to be withheld"
-        )
-    elif target_kappa is not None and not exposed and exact_kappa > target_kappa:
-        from persuasive.linear import calibrate_noise
-
-        d = 0.05 if delta is None else delta
-        sd = float(calibrate_noise(a, target_kappa, cls=cls, delta=d).sd)
-        calibrated = (
-            f"the smallest noise sd on every statistic with κ ≤ {target_kappa:g} is {sd:.6g}"
-        )
-    elif target_kappa is not None and exposed:
-        calibrated = (
-            "no noise is certified: the class is empty when the statistics expose someone "
-            "(docs/linear_release.md); withhold statistics instead"
-        )
-    delta = (0.0 if sd is None else 0.05) if delta is None else delta
-    delta = dm.check("delta", delta)
-    if sd is not None and delta <= 0.0:
+    design = Design.of(a)
+    exposed = design.exposures(names)
+    keep, sd, calibrated = _repair(design, names, exposed, o)
+    d = dm.check("delta", (0.0 if sd is None else 0.05) if o.delta is None else o.delta)
+    if sd is not None and d <= 0.0:
         raise ValidationError(
             "delta must be > 0 with noise (e.g. delta = 0.05): unbounded noise gives no finite "
             "κ at delta = 0"
         )
     kept = [stats[j] for j in keep]
-    kept_a = a if len(keep) == a.shape[0] else a[keep]
+    kept_design = design.rows(keep)
     withheld = tuple(s for j, s in enumerate(stats) if j not in keep)
-    still = exposures(kept_a, [s.name for s in kept]) if withhold else exposed
-    cert: Certificate | None = None
-    params: LinearParams | None = None
+    still = kept_design.exposures([s.name for s in kept]) if o.withhold else exposed
+    cert = params = None
     out: list[float | None] = [None] * len(kept)
     if not still:
         params = LinearParams(
             value=value,
             statistics=tuple((s.name, s.kind, s.where) for s in kept),
             withheld=tuple(s.name for s in withheld),
-            members=tuple(row != 0 for row in kept_a),
+            members=tuple(kept_design.masks),
             n=int(a.shape[1]),
-            r1=r1,
-            r2=r2,
+            r1=o.r1,
+            r2=o.r2,
             noise_sd=sd,
-            max_stat_sd=max_stat_sd,
-            delta=float(delta),
-            target_kappa=target_kappa,
+            max_stat_sd=o.max_stat_sd,
+            delta=float(d),
+            target_kappa=o.target_kappa,
         )
+        if kept_design.patterns is not None:
+            params = params.knowing(kept_design.patterns, still)
         cert = LINEAR_KIND.certify(params).certificate
-        t = kept_a @ np.nan_to_num(x)  # x is NaN only on rows no statistic selects
-        if sd is not None:
-            t = t + v.rng("rng", rng).normal(0.0, sd, size=t.shape)
-        bad = np.flatnonzero(~np.isfinite(t))
-        if bad.size:
-            raise ValidationError(
-                f"statistic {kept[int(bad[0])].name!r} is {t[bad[0]]}: a published number must "
-                "be finite; nothing is released"
-            )
-        out = [float(z) for z in t]
+        out = _published(kept_design.a, x, sd, rng, kept)
     values = pl.DataFrame(
         {
             "name": [s.name for s in kept],
@@ -348,54 +311,17 @@ def release_linear(
             withheld=withheld,
             value=value,
             n=int(a.shape[1]),
-            r1=r1,
-            r2=r2,
-            delta=float(delta),
+            r1=o.r1,
+            r2=o.r2,
+            delta=float(d),
             noise_sd=sd,
-            max_stat_sd=max_stat_sd,
+            max_stat_sd=o.max_stat_sd,
             certificate=cert,
             exposed=exposed,
             params_=params,
-            target_kappa=target_kappa,
+            target_kappa=o.target_kappa,
             calibrated=calibrated,
-            matrix=kept_a,
+            matrix=kept_design.a,
         ),
         frame,
-    )
-
-
-def statement_of(rel: LinearRelease) -> str:
-    if rel.certificate is None:
-        who = "; ".join(e.describe() for e in rel.exposed[:3])
-        more = f" (and {len(rel.exposed) - 3} more)" if len(rel.exposed) > 3 else ""
-        return (
-            "Refused: these statistics reveal "
-            f"{plural(len(rel.exposed), 'individual')} exactly, "
-            f"whatever the Receiver's Gaussian prior ({who}{more}); add noise "
-            "(--target-kappa) or withhold statistics (--withhold)."
-        )
-    from persuasive.report.kinds.linear import linear_sentence
-
-    cert = rel.certificate
-    return linear_sentence(rel.params, cert.kappa, cert.delta, cert.basis)
-
-
-def _curve(rel: LinearRelease, xs: Any) -> tuple[Any, Any, str]:
-    from persuasive.linear import LinearGaussianClass
-
-    cls = LinearGaussianClass(rel.r1, rel.r2, max_stat_sd=rel.max_stat_sd)
-    delta = rel.delta if rel.delta > 0 else 0.05
-    if xs is None:
-        s = rel.noise_sd or 1.0
-        xs = np.geomspace(s / 100.0, s * 10.0, 31)
-    grid = np.asarray(xs, dtype=float)
-    if grid.size:
-        cls.class_kappa(rel.matrix)  # A checked (nobody exposed) once; κ then depends on s only
-    from persuasive.linear.calibrate import ClassCurve  # = cls.noise_kappa, bit for bit
-
-    kap = ClassCurve(cls, delta).many([float(g) ** 2 for g in grid], rel.matrix.shape[0])
-    return (
-        grid,
-        np.asarray(kap, dtype=float),
-        f"Gaussian noise sd on every statistic (δ = {delta:g})",
     )

@@ -24,11 +24,16 @@ of covered records as a bitmap (one bit per record, in row order, little-endian,
 zlib-compressed, base64). It reveals which rows the WHERE clauses select — the covariates the
 clauses name are treated as public, as the model assumes — and nothing of the value column.
 
-Recomputed: A from the design, who it exposes (an exposed individual means no finite κ, and
-the release refuses), and the guarantee by :func:`persuasive.certify` of
-``LinearGaussian(A, s²)`` under the class. Publication: ``released.csv`` / ``.parquet``
-(name, kind, where, value); a verifier checks its statistics are the claim's, in order, with
-finite values.
+Recomputed: A from the design — by its column patterns (records covered by the same
+statistics share a column of A), never as a dense k × n matrix — who it exposes (an exposed
+individual means no finite κ, and the release refuses), and the guarantee by
+:func:`persuasive.certify` of ``LinearGaussian.from_patterns(A's patterns, s²)`` under the
+class. The bitmaps are inputs: each must decode to n bits (one whole zlib stream, nothing
+after it) and is stated back as written, so the zlib level is not part of the claim
+(writers use :data:`ZLIB_LEVEL`; certificates written at level 9 verify unchanged).
+
+Publication: ``released.csv`` / ``.parquet`` (name, kind, where, value); a verifier checks
+its statistics are the claim's, in order, with finite values.
 """
 
 from __future__ import annotations
@@ -37,9 +42,10 @@ import base64
 import math
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import polars as pl
@@ -58,6 +64,10 @@ from persuasive.report.kinds import (
 )
 from persuasive.report.words import plural
 
+if TYPE_CHECKING:
+    from persuasive.linear.exposure import LinearExposure
+    from persuasive.linear.structured import ColumnPatterns
+
 __all__ = [
     "ENCODING",
     "KIND",
@@ -69,18 +79,27 @@ __all__ = [
 
 #: How a statistic's covered records are written in ``design.statistics[j].members``.
 ENCODING = "base64(zlib(packbits(bitorder=little)))"
+#: The zlib level a writer compresses at: fast (level 9 took 15x as long for a file 5 % smaller
+#: at n = 10^6, benchmarks/README.md); any level decodes the same, and a certificate states its
+#: bitmaps back as written, so certificates written at level 9 before still verify.
+ZLIB_LEVEL = 1
 
 
 def encode_members(mask: NDArray[np.bool_]) -> str:
-    """The records a statistic covers (a boolean mask in row order) as compact text."""
+    """The records a statistic covers (a boolean mask in row order) as compact text
+    (deterministic: the same mask gives the same text)."""
     bits = np.packbits(np.asarray(mask, dtype=bool), bitorder="little")
-    return base64.b64encode(zlib.compress(bits.tobytes(), 9)).decode("ascii")
+    return base64.b64encode(zlib.compress(bits.tobytes(), ZLIB_LEVEL)).decode("ascii")
 
 
 def decode_members(text: str, n: int, *, where: str = "members") -> NDArray[np.bool_]:
-    """The inverse of :func:`encode_members`; a ValidationError naming ``where`` if it is bad."""
+    """The inverse of :func:`encode_members`; a ValidationError naming ``where`` if it is bad
+    (not base64, not one whole zlib stream with nothing after it, or not n bits)."""
     try:
-        raw = zlib.decompress(base64.b64decode(text.encode("ascii"), validate=True))
+        unzip = zlib.decompressobj()
+        raw = unzip.decompress(base64.b64decode(text.encode("ascii"), validate=True))
+        if not unzip.eof or unzip.unused_data:
+            raise ValueError("the zlib stream is cut short or followed by other bytes")
     except (ValueError, zlib.error) as exc:
         raise ValidationError(f"{where}: not a {ENCODING} bitmap ({exc})") from None
     bits = np.unpackbits(np.frombuffer(raw, dtype=np.uint8), bitorder="little")
@@ -91,7 +110,13 @@ def decode_members(text: str, n: int, *, where: str = "members") -> NDArray[np.b
 
 @dataclass(frozen=True)
 class LinearParams:
-    """The parameters of a linear release's claim."""
+    """The parameters of a linear release's claim.
+
+    ``encoded`` is the members' text as a certificate states it (read back as is, so the
+    zlib level it was written at does not matter); None: :func:`encode_members` of
+    ``members``. What is derived from the members (the text, A's column patterns, who is
+    exposed) is computed once per parameters object, however often the claim is built.
+    """
 
     value: str
     statistics: tuple[tuple[str, str, str], ...]  # (name, kind, where), the released ones
@@ -104,14 +129,59 @@ class LinearParams:
     max_stat_sd: float | None
     delta: float
     target_kappa: float | None = None
+    encoded: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def coefficients(self) -> NDArray[np.float64]:
+        """1/n_j (a mean over n_j records) or 1 (a sum), per statistic."""
+        return np.array(
+            [
+                1.0 / int(np.count_nonzero(m)) if kind == "mean" else 1.0
+                for (_, kind, _), m in zip(self.statistics, self.members, strict=True)
+            ]
+        )
 
     def matrix(self) -> NDArray[np.float64]:
         """A (k × n): 1/n_j (mean) or 1 (sum) on the covered records."""
         a = np.zeros((len(self.statistics), self.n))
-        for j, ((_, kind, _), mask) in enumerate(zip(self.statistics, self.members, strict=True)):
-            count = int(mask.sum())
-            a[j, mask] = 1.0 / count if kind == "mean" else 1.0
+        for j, (c, mask) in enumerate(zip(self.coefficients(), self.members, strict=True)):
+            a[j, mask] = c
         return a
+
+    def knowing(
+        self, patterns: ColumnPatterns, exposures: tuple[LinearExposure, ...]
+    ) -> LinearParams:
+        """These parameters with A's column patterns and who is exposed already known (the
+        release computed them from the same selections; not recomputed, not checked here:
+        ``verify`` recomputes both from the bitmaps)."""
+        self.__dict__["patterns"] = patterns
+        self.__dict__["exposures"] = exposures
+        return self
+
+    @cached_property
+    def texts(self) -> tuple[str, ...]:
+        """``design.statistics[j].members`` of the claim."""
+        return (
+            self.encoded if self.encoded is not None else tuple(map(encode_members, self.members))
+        )
+
+    @cached_property
+    def patterns(self) -> ColumnPatterns:
+        """A's column patterns, from the members (O(nk), no dense A)."""
+        from persuasive.linear.structured import column_patterns, patterns_of_masks
+
+        pat = patterns_of_masks(self.members, self.coefficients())
+        if pat is None:  # more than 62 statistics
+            pat = column_patterns(self.matrix())
+        if pat is None:
+            raise ValidationError(f"{len(self.statistics)} statistics with too many patterns")
+        return pat
+
+    @cached_property
+    def exposures(self) -> tuple[LinearExposure, ...]:
+        """Who the statistics expose, with the combination that does it."""
+        from persuasive.linear.exposure import exposures
+
+        return exposures(None, [s[0] for s in self.statistics], patterns=self.patterns)
 
 
 def _these(k: int) -> str:
@@ -197,13 +267,12 @@ class LinearKind:
             raise ValidationError(
                 f"claim.design.statistics: {len(design)} entries for {len(triples)} statistics"
             )
+        texts = tuple(
+            need(doc, f"claim.design.statistics.{j}.members", str) for j in range(len(design))
+        )
         members = tuple(
-            decode_members(
-                need(doc, f"claim.design.statistics.{j}.members", str),
-                n,
-                where=f"claim.design.statistics[{j}].members",
-            )
-            for j in range(len(design))
+            decode_members(text, n, where=f"claim.design.statistics[{j}].members")
+            for j, text in enumerate(texts)
         )
         priors = "claim.spec.definition.priors"
         has_v = "max_stat_sd" in need(doc, priors, dict)
@@ -219,6 +288,7 @@ class LinearKind:
             max_stat_sd=number(doc, f"{priors}.max_stat_sd") if has_v else None,
             delta=number(doc, "claim.spec.definition.delta") or 0.0,
             target_kappa=number(doc, "claim.target_kappa", optional=True),
+            encoded=texts,
         )
 
     def claim(self, p: LinearParams) -> dict[str, Any]:
@@ -248,8 +318,8 @@ class LinearKind:
                 "n": p.n,
                 "encoding": ENCODING,
                 "statistics": [
-                    {"name": s[0], "rows": int(m.sum()), "members": encode_members(m)}
-                    for s, m in zip(p.statistics, p.members, strict=True)
+                    {"name": s[0], "rows": int(np.count_nonzero(m)), "members": text}
+                    for s, m, text in zip(p.statistics, p.members, p.texts, strict=True)
                 ],
             },
             "target_kappa": p.target_kappa,
@@ -258,11 +328,8 @@ class LinearKind:
     def certify(self, p: LinearParams, publication: Publication | None = None) -> Body:
         import persuasive as pp
         from persuasive.linear import LinearGaussianClass
-        from persuasive.linear.exposure import exposures
 
-        a = p.matrix()
-        names = [s[0] for s in p.statistics]
-        exposed = exposures(a, names)
+        exposed = p.exposures
         basis = "docs/linear.md (Prop 7 generalised to linear statistics, Bon et al. 2026)"
         if exposed:
             who = "; ".join(e.describe() for e in exposed[:3])
@@ -280,7 +347,9 @@ class LinearKind:
                 notes=[],
             )
         cls = LinearGaussianClass(p.r1, p.r2, max_stat_sd=p.max_stat_sd)
-        mech = pp.LinearGaussian(a, None if p.noise_sd is None else p.noise_sd**2)
+        mech = pp.LinearGaussian.from_patterns(
+            p.patterns, None if p.noise_sd is None else p.noise_sd**2
+        )
         kappa = math.inf if p.target_kappa is None else p.target_kappa
         cert = pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, kappa, p.delta))
         holds = holds_of(cert)
