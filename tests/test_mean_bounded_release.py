@@ -398,3 +398,18 @@ def test_every_leaf_replaced_or_removed_is_refused_without_a_crash(tmp_path: Pat
             # a target of inf is no target (the same claim); the version is bound by the digest
             same = path == ("claim", "target_kappa") and new == "inf"
             assert not res.ok or same or path == ("library", "version"), (path, new)
+
+
+def test_the_report_curve_is_kappa_against_noise_under_the_class() -> None:
+    exact = release_mean(VALUES, r1=1.0, r2=4.0, max_mean_sd=1.0, max_person_error=0.5)
+    xs, ks, label = exact.calibration_curve()
+    assert label.startswith("Gaussian noise sd") and "δ = 0.05" in label
+    assert all(a >= b for a, b in itertools.pairwise(ks)) and ks[-1] < 0.05
+    for x, k in list(zip(xs, ks, strict=True))[::10]:
+        assert k == bounded_error_kappa(
+            1.0, 4.0, max_person_error=0.5, max_mean_sd=1.0, sigma=float(x), delta=0.05
+        )
+    no_v = release_mean(VALUES, r1=1.0, r2=4.0, max_person_error=0.5)  # against r1 then
+    xs, ks, label = no_v.calibration_curve()
+    assert label.startswith("r1") and all(a <= b for a, b in itertools.pairwise(ks))
+    assert ks[5] == bounded_error_kappa(float(xs[5]), 4.0, max_person_error=0.5)

@@ -42,6 +42,9 @@ def _curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray[np.floa
 
 #: The x-axis label of κ against the noise sd under the bounded-error class.
 BOUNDED_NOISE_LABEL = "Gaussian noise sd (Receivers at most r0 prior sds wrong about anyone)"
+#: The δ of the noisy points of the exact mean's curve when the release's δ is 0 (at δ = 0
+#: noise is certified only by the pointwise bound, which stays above r0²).
+CURVE_DELTA = 0.05
 
 
 def _bounded_curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], str]:
@@ -51,10 +54,11 @@ def _bounded_curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray
 
     r0, v = p.max_person_error, p.max_mean_sd
     assert r0 is not None
+    delta = p.delta if p.delta > 0 or p.noise_sd is not None else CURVE_DELTA
 
     def kappa(r1: float, s: float) -> float:
         return bounded_error_kappa(
-            r1, p.r2, max_person_error=r0, max_mean_sd=v, sigma=s, delta=p.delta
+            r1, p.r2, max_person_error=r0, max_mean_sd=v, sigma=s, delta=delta
         )
 
     if p.noise_sd is None and v is None:
@@ -68,7 +72,8 @@ def _bounded_curve(p: MeanParams, xs: Any) -> tuple[NDArray[np.float64], NDArray
     else:
         assert v is not None
         grid = np.geomspace(v / 100.0, v * 100.0, 41)
-    return grid, np.asarray([kappa(p.r1, float(g)) for g in grid]), BOUNDED_NOISE_LABEL
+    label = BOUNDED_NOISE_LABEL + ("" if delta == p.delta else f", at δ = {delta:g}")
+    return grid, np.asarray([kappa(p.r1, float(g)) for g in grid]), label
 
 
 def _class_facts(p: MeanParams) -> list[tuple[str, str]]:
