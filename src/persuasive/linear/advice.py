@@ -201,7 +201,7 @@ def _bounded_offer(
     r1: float, r2: float, s: float, v: float | None, delta: float, r0: float | None = None
 ) -> str:
     """The bounded-error class under which this noise pays, with the κ it certifies there (at
-    the user's r0 when that pays, else at half the largest r0 that does)."""
+    the user's r0 when that pays, else at 1 prior sd or half the largest r0 that pays)."""
     from persuasive.release.mean_advice import _down
 
     use_v = s if v is None else v
@@ -212,7 +212,7 @@ def _bounded_offer(
             "even bounding every person's prior error (--max-person-error) does not make this "
             "noise certify below the exact statistics (docs/linear_bounded.md)"
         )
-    at = r0 if r0 is not None and r0 < top else float(_down(top / 2.0)) if top < 2.0 else 1.0
+    at = r0 if r0 is not None and r0 < top else 1.0 if top > 1.0 else float(_down(top / 2.0))
     return (
         "under the class that also bounds every person's prior error by r0 prior sds "
         f"(docs/linear_bounded.md), with{opt} --max-person-error {at:g} this noise certifies "
