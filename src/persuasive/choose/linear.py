@@ -22,9 +22,11 @@ error of the released statistics*, the families this library certifies are:
 
 When nobody is exposed the search is exact: ℓ is the least per-statistic error meeting the
 target, and each statistic is kept iff :math:`c_j \ge \ell`. When someone is exposed, the kept
-statistics must expose nobody; the largest such set is a combinatorial problem, and the search
-uses :func:`persuasive.linear.greedy_withhold` (greedy, **not exact**: the candidate and the
-notes say so; tests compare it with every subset on small cases). Laplace noise and coarsening
+statistics must expose nobody, a combinatorial problem: up to
+:data:`~persuasive.choose.linear_subsets.EXHAUSTIVE_MAX` statistics every subset is searched
+(:func:`~persuasive.choose.linear_subsets.best_safe_subset`, exact); above it the search uses
+:func:`persuasive.linear.greedy_withhold` (greedy, **not exact**: the candidate and the notes
+say so; tests measure its gap against every subset on small cases). Laplace noise and coarsening
 are listed as not certified for linear statistics by this library.
 """
 
@@ -40,6 +42,7 @@ from numpy.typing import NDArray
 
 from persuasive import _domains as dm
 from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
+from persuasive.choose.linear_subsets import EXHAUSTIVE_MAX, best_safe_subset
 from persuasive.errors import ValidationError
 
 __all__ = ["choose_linear"]
@@ -166,7 +169,9 @@ def choose_linear(
     Returns
     -------
     Choice
-        ``exact_search`` is False when someone is exposed (the subset kept is greedy).
+        ``exact_search`` is False when someone is exposed and there are more than
+        :data:`~persuasive.choose.linear_subsets.EXHAUSTIVE_MAX` statistics (the subset kept
+        is then greedy).
 
     Examples
     --------
@@ -178,7 +183,7 @@ def choose_linear(
     >>> c = choose_linear(diff, names=["all", "no3"], r1=1.0, r2=4.0, target_kappa=3.0,
     ...                   max_stat_sd=2.0)
     >>> c.best.family, c.best.withheld, c.best.loss, c.exact_search
-    ('withhold_some', ('no3',), 4.0, False)
+    ('withhold_some', ('no3',), 4.0, True)
     """
     from persuasive.linear import LinearGaussianClass, exposed_by
 
@@ -191,14 +196,22 @@ def choose_linear(
     cls = LinearGaussianClass(r1, r2, max_stat_sd=v)
     k = a.shape[0]
     who = np.flatnonzero(exposed_by(a))
-    kept = list(range(k)) if who.size == 0 else _greedy_kept(a, r1)
     exact_k = cls.kappa
-    sigma, noise_k, noise_why = _noise(a[kept], cls, target, delta) if kept else (None, 0.0, "")
+    sigma, noise_k, noise_why = _noise(cls, target, delta)
     scale = 1.0 if v is None else v
     if exact_k <= target:  # the exact release meets the target: noise would only add error
         ell: float | None = 0.0
     else:
         ell = None if sigma is None else sigma * sigma
+    exhaustive, checked = who.size > 0 and k <= EXHAUSTIVE_MAX, 0
+    if who.size == 0:
+        kept = list(range(k))
+    elif ell is None:  # neither the exact release nor any noise meets the target
+        kept = []
+    elif exhaustive:  # every subset, in order of loss
+        kept, checked = best_safe_subset(a, costs, ell)
+    else:
+        kept = _greedy_kept(a, r1)
 
     exposed_why = (
         f"the statistics expose row {int(who[0])}"
@@ -218,7 +231,8 @@ def choose_linear(
             + ("" if exact_k <= target else ", above the target"),
         )  # fmt: skip
         gauss = _gaussian(cls, k, sigma, noise_k, noise_why, target, delta, scale, exact_k)
-    some = _some(labels, costs, kept, ell, exact_k, noise_k, sigma, delta, target, who.size > 0)
+    greedy = who.size > 0 and not exhaustive
+    some = _some(labels, costs, kept, ell, exact_k, noise_k, sigma, delta, target, greedy)
     laplace = not_certified(
         "laplace",
         "Laplace noise on linear statistics is not certified by this library (for one mean it "
@@ -230,8 +244,14 @@ def choose_linear(
     # withholding every statistic is the family 'withhold': the search picks that one
     best = best_of(tuple(c for c in candidates if len(c.withheld) < k))
     frontier = _frontier(cls, labels, costs, kept, who.size == 0, target, delta, scale)
-    if who.size:
+    if exhaustive:
         notes: tuple[str, ...] = (
+            "someone is exposed (see 'exact'), so only sets of statistics that expose nobody "
+            f"can be released; the subsets of the {k} statistics were taken in order of loss "
+            f"until the first that exposes nobody ({checked} checked): the choice is exact",
+        )
+    elif who.size:
+        notes = (
             "someone is exposed (see 'exact'), so the statistics kept were chosen greedily "
             "(persuasive.linear.greedy_withhold: drop the one whose removal lowers the largest κ "
             "under an independent prior most, until nobody is exposed). That is NOT an exact "
@@ -253,7 +273,7 @@ def choose_linear(
         ("loss", f"{UTILITY}; a withheld statistic costs {cost_words}"),
     )  # fmt: skip
     return Choice(
-        best, candidates, tuple(frontier), target, delta, UTILITY, who.size == 0, notes, setting
+        best, candidates, tuple(frontier), target, delta, UTILITY, not greedy, notes, setting
     )
 
 
@@ -269,16 +289,16 @@ def _greedy_kept(a: NDArray[np.float64], r1: float) -> list[int]:
     return sorted(int(j) for j in w.kept)
 
 
-def _noise(
-    a: NDArray[np.float64], cls: Any, target: float, delta: float
-) -> tuple[float | None, float, str]:
-    """(σ*, κ(σ*), why not): the smallest σ meeting the target on statistics exposing nobody."""
+def _noise(cls: Any, target: float, delta: float) -> tuple[float | None, float, str]:
+    """(σ*, κ(σ*), why not): the smallest σ meeting the target on any statistics exposing
+    nobody. The class certificate depends on the statistics only through that
+    (:meth:`LinearGaussianClass.noise_kappa`), so it is calibrated on one mean of two people."""
     from persuasive.linear import calibrate_noise
 
     if delta <= 0.0:
         return None, math.inf, "Gaussian noise has no finite κ at δ = 0 (the noise is unbounded)"
     try:
-        cal = calibrate_noise(a, target, cls=cls, delta=delta)
+        cal = calibrate_noise(np.full((1, 2), 0.5), target, cls=cls, delta=delta)
     except ValidationError as exc:
         return None, math.inf, f"no noise sd certifies κ ≤ {target:g}: {exc}"
     return float(cal.sd), float(cal.kappa), ""
@@ -310,7 +330,7 @@ def _gaussian(
 def _some(
     labels: list[str], costs: NDArray[np.float64], kept: list[int], ell: float | None,
     exact_k: float, noise_k: float, sigma: float | None, delta: float, target: float,
-    exposed: bool,
+    greedy: bool,
 ) -> Candidate:  # fmt: skip
     """Withhold the statistics outside ``kept``, and those of ``kept`` cheaper to lose than ℓ."""
     k = len(labels)
@@ -323,11 +343,11 @@ def _some(
     withheld = tuple(labels[j] for j in np.flatnonzero(out))
     n_kept = int(k - out.sum())
     loss = float(costs[out].sum() + n_kept * (ell or 0.0))
-    greedy = " (chosen greedily: not an exact search)" if exposed else ""
+    how = " (chosen greedily: not an exact search)" if greedy else ""
     if n_kept == 0:
         return Candidate(
             "withhold_some", None, 0.0, 0.0, float(costs.sum()), True,
-            "every statistic would be withheld: the same as 'withhold'" + greedy, withheld,
+            "every statistic would be withheld: the same as 'withhold'" + how, withheld,
         )  # fmt: skip
     exact = ell == 0.0
     kap, d = (exact_k, 0.0) if exact else (noise_k, delta)
@@ -336,7 +356,7 @@ def _some(
     if not withheld:
         why = "nothing needs withholding: the same as '" + ("exact" if exact else "gaussian") + "'"
     else:
-        why = f"withhold {len(withheld)} of {k}, release {rest}{greedy}"
+        why = f"withhold {len(withheld)} of {k}, release {rest}{how}"
     return Candidate("withhold_some", param, kap, d, loss, kap <= target, why, withheld)
 
 

@@ -309,7 +309,7 @@ def _print_choice(choice: Any, rows: list[tuple[str, str]], paths: list[tuple[st
         )  # fmt: skip
     out = c.stdout()
     out.print(table)
-    for note in choice.notes if not choice.exact_search else ():
+    for note in choice.notes:
         out.print(f"note: {note}", markup=False)
     for role, path in paths:
         out.print(f"{role}: {path}", markup=False)
