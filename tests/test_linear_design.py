@@ -31,6 +31,7 @@ from persuasive.release.linear import release_linear
 from persuasive.release.pipeline import publish
 from persuasive.release.statistics import statistics_matrix
 from persuasive.report.certificate import digest_of, dumps
+from persuasive.report.kinds.linear import KIND, LinearParams
 from persuasive.report.verify import verify_certificate
 
 
@@ -132,6 +133,21 @@ def test_from_patterns_refuses_an_exposing_design_and_bad_patterns() -> None:
         pp.LinearGaussian.from_patterns(bad)
     with pytest.raises(ValidationError, match="ColumnPatterns"):
         pp.LinearGaussian.from_patterns(masks)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("noise_sd", [None, 0.5])
+def test_more_than_62_statistics_certify_from_the_dense_a(noise_sd: float | None) -> None:
+    rng = np.random.default_rng(5)
+    n, k = 300, 63
+    members = tuple(rng.random((k, n)) < 0.5)
+    stats = tuple((f"s{j}", "sum", f"w{j}") for j in range(k))
+    p = LinearParams("y", stats, (), members, n, 1.0, 4.0, noise_sd, None, 0.1)
+    assert p.patterns is None and p.exposures == ()
+    body = KIND.certify(p)
+    a = np.vstack(members).astype(float)
+    d = pp.PersuasivePrivacy(pp.MarginalDSS(), LinearGaussianClass(1.0, 4.0), np.inf, 0.1)
+    dense = pp.certify(pp.LinearGaussian(a, None if noise_sd is None else noise_sd**2), d)
+    assert body.guarantee["kappa"] == dense.kappa and not rank_exposed(a).any()
 
 
 def frame(n: int = 2000) -> pl.DataFrame:

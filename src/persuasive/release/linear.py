@@ -292,8 +292,7 @@ def release_linear(
             delta=float(d),
             target_kappa=o.target_kappa,
         )
-        if kept_design.patterns is not None:
-            params = params.knowing(kept_design.patterns, still)
+        params = params.knowing(kept_design.patterns, still)
         cert = LINEAR_KIND.certify(params).certificate
         out = _published(kept_design.a, x, sd, rng, kept)
     values = pl.DataFrame(

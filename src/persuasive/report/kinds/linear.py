@@ -148,7 +148,7 @@ class LinearParams:
         return a
 
     def knowing(
-        self, patterns: ColumnPatterns, exposures: tuple[LinearExposure, ...]
+        self, patterns: ColumnPatterns | None, exposures: tuple[LinearExposure, ...]
     ) -> LinearParams:
         """These parameters with A's column patterns and who is exposed already known (the
         release computed them from the same selections; not recomputed, not checked here:
@@ -165,23 +165,33 @@ class LinearParams:
         )
 
     @cached_property
-    def patterns(self) -> ColumnPatterns:
-        """A's column patterns, from the members (O(nk), no dense A)."""
-        from persuasive.linear.structured import column_patterns, patterns_of_masks
+    def patterns(self) -> ColumnPatterns | None:
+        """A's column patterns, from the members (O(nk), no dense A); None for more than 62
+        statistics (then the dense A is used)."""
+        from persuasive.linear.structured import patterns_of_masks
 
-        pat = patterns_of_masks(self.members, self.coefficients())
-        if pat is None:  # more than 62 statistics
-            pat = column_patterns(self.matrix())
-        if pat is None:
-            raise ValidationError(f"{len(self.statistics)} statistics with too many patterns")
-        return pat
+        return patterns_of_masks(self.members, self.coefficients())
 
     @cached_property
     def exposures(self) -> tuple[LinearExposure, ...]:
         """Who the statistics expose, with the combination that does it."""
         from persuasive.linear.exposure import exposures
 
-        return exposures(None, [s[0] for s in self.statistics], patterns=self.patterns)
+        pat = self.patterns
+        a = self.matrix() if pat is None else None
+        return exposures(a, [s[0] for s in self.statistics], patterns=pat)
+
+    def mechanism(self) -> Any:
+        """``LinearGaussian`` of A (by its patterns when known) and noise sd² on each."""
+        from persuasive.mechanisms.linear import LinearGaussian
+
+        r = None if self.noise_sd is None else self.noise_sd**2
+        pat = self.patterns
+        return (
+            LinearGaussian(self.matrix(), r)
+            if pat is None
+            else LinearGaussian.from_patterns(pat, r)
+        )
 
 
 def _these(k: int) -> str:
@@ -347,9 +357,7 @@ class LinearKind:
                 notes=[],
             )
         cls = LinearGaussianClass(p.r1, p.r2, max_stat_sd=p.max_stat_sd)
-        mech = pp.LinearGaussian.from_patterns(
-            p.patterns, None if p.noise_sd is None else p.noise_sd**2
-        )
+        mech = p.mechanism()
         kappa = math.inf if p.target_kappa is None else p.target_kappa
         cert = pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, kappa, p.delta))
         holds = holds_of(cert)
