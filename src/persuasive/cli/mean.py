@@ -107,7 +107,11 @@ def mean_cmd(
         ),
     ] = None,
     delta: Annotated[
-        float, typer.Option("--delta", help="Failure probability δ in [0, 1) (> 0 with noise).")
+        float,
+        typer.Option(
+            "--delta",
+            help="Failure probability δ in [0, 1) (> 0 with noise, unless --max-person-error).",
+        ),
     ] = 0.0,
     target_kappa: TargetOpt = None,
     seed: SeedOpt = None,
