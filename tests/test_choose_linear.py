@@ -377,3 +377,13 @@ def test_cli_mean_report(tmp_path: Path) -> None:
                  str(tmp_path / "rep"), "-q")  # fmt: skip
     assert res.exit_code == 0, res.output
     assert "Prop 7" in (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+
+
+def test_cli_linear_help_is_readable() -> None:
+    import re
+
+    res = invoke("choose", "linear", "--help")
+    noise = re.compile(r"<(str|int|float|bool|path)>|\b(INTEGER|FLOAT|TEXT|PATH)\b")
+    assert res.exit_code == 0 and not noise.search(res.stdout), res.stdout
+    for shown in ("--withhold-cost", "--report DIR", "--stat NAME:KIND:WHERE"):
+        assert shown in res.stdout

@@ -111,7 +111,8 @@ def linear_cmd(
     exactly, with the smallest Gaussian noise sd meeting the target, or with some statistics
     withheld, by least total expected squared error among the certified (the linear class,
     docs/linear_release.md). When the statistics expose someone, the statistics kept are
-    chosen greedily: that search is not exact, and the output says so.
+    the best set that exposes nobody (every subset searched up to 12 statistics; above that
+    chosen greedily, which is not exact, and the output says so).
 
     Exit 0 when some statistics are released, 1 when only withholding them all meets the
     target, 2 on bad input, 3 on an internal error.
