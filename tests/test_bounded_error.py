@@ -163,3 +163,28 @@ def test_the_pointwise_bound_holds_for_every_output_and_at_delta_zero() -> None:
           for s in (0.1, 1.0, 100.0)]  # fmt: skip
     assert all(math.isfinite(k) for k in k0) and k0 == sorted(k0, reverse=True)
     assert k0[-1] == pytest.approx(0.25, abs=1e-3)
+
+
+def test_certify_uses_the_bounded_error_theorem_also_for_laplace_noise() -> None:
+    """pp.certify asks BoundedError before Prop 7 and the noisy-mean theorems; under Laplace
+    noise (no finite κ against G^{r,V}) the class still gives log r2 + r0^2, checked against
+    the exact Laplace posterior (relative_loss) of random members at many outputs."""
+    rng = np.random.default_rng(5)
+    mu, cov, x = _member(rng, 4)
+    st = _statistics(mu, cov, x)
+    cls = BoundedErrorGaussianClass(
+        st["r1"] * 1.001, st["r2"] * 1.001, max_mean_sd=st["v"] * 1.001,
+        max_person_error=st["r0"] * 1.001,
+    )  # fmt: skip
+    d = pp.PersuasivePrivacy(pp.MarginalDSS(), cls, 100.0, 0.05)
+    for mech in (pp.ExactMean(), pp.Chain(pp.ExactMean(), pp.GaussianMechanism(1.0))):
+        assert pp.certify(mech, d).basis.startswith("Prop 7 with bounded error")
+    lap = pp.Chain(pp.ExactMean(), pp.LaplaceMechanism(0.7))
+    cert = pp.certify(lap, d)
+    assert cert.basis.startswith("Prop 7 with bounded error") and not cert.exact
+    assert cert.kappa == pytest.approx(math.log(cls.r2) + cls.max_person_error**2, rel=1e-12)
+    prior = pp.GaussianPrior(mu, cov)
+    for t in x.mean() + np.array([-30.0, -2.0, 0.0, 0.5, 3.0, 30.0]):
+        for i in range(4):
+            loss = pp.relative_loss(pp.MarginalDSS(i), prior, lap, x, float(t))
+            assert loss <= cert.kappa + 1e-9
