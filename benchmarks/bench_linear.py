@@ -9,7 +9,11 @@ Printed, each next to references measured in the same run:
   and the release refuses after the whole scan), and the structured analysis
   (``analyse`` + ``kappa`` under a block-equicorrelated ``StructuredCovariance``), each as a
   ratio to (a) one polars group-by (select) of the same statistics and (b) one ``A @ U``
-  product, A the dense k x n matrix the code builds and U an n x k matrix.
+  product, A the dense k x n matrix the code builds and U an n x k matrix;
+* the command line end to end on the same 10^6 rows written as CSV (``persuasive release
+  linear ... --stats FILE`` with its final verify, then ``persuasive verify --published``),
+  each in a fresh process: wall time (imports included), peak resident memory and the
+  certificate's size, against the same two references.
 
 Run: ``python benchmarks/bench_linear.py`` (``--quick`` skips the refused calibration).
 Timings only; nothing is asserted.
@@ -17,9 +21,13 @@ Timings only; nothing is asserted.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -67,6 +75,57 @@ def refused(fn: Callable[[], Any]) -> None:
     except ValidationError:
         return
     raise AssertionError("expected the release to refuse")
+
+
+#: Runs a command in a child and prints its wall time, peak RSS (kB) and exit status.
+TIMED = (
+    "import resource, subprocess, sys, time; t = time.perf_counter(); "
+    "r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+    "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+    "r.returncode)"
+)
+CLI = "import sys; from persuasive.cli import app; sys.argv[0] = 'persuasive'; app()"
+
+
+def timed_cli(*args: str) -> tuple[float, float]:
+    """Wall seconds and peak MB of ``persuasive ARGS`` in a fresh process (exit 0 required)."""
+    out = subprocess.run(
+        [sys.executable, "-c", TIMED, sys.executable, "-c", CLI, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    if out[2] != "0":
+        raise AssertionError(f"persuasive {' '.join(args)} exited {out[2]}")
+    return float(out[0]), float(out[1]) / 1024
+
+
+def cli_part(df: pl.DataFrame, means: list[Any], ref_gb: float, ref_au: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        df.write_csv(root / "data.csv")
+        toml = "".join(
+            f'[[statistics]]\nname = "{n}"\nkind = "{k}"\nwhere = "{w}"\n' for n, k, w in means
+        )
+        (root / "stats.toml").write_text(toml, encoding="utf-8")
+        for run in (1, 2):
+            out = root / f"out{run}"
+            secs, mb = timed_cli(
+                "release", "linear", str(root / "data.csv"), "--out", str(out), "--value", "y",
+                "--r1", "1", "--r2", "4", "--stats", str(root / "stats.toml"), "-q",
+            )  # fmt: skip
+            line(f"CLI release + verify, run {run} (peak {mb:,.0f} MB)", secs, ref_gb, ref_au)
+        secs, mb = timed_cli("verify", str(out / "certificate.json"), "--published", str(out))
+        line(f"CLI verify --published (peak {mb:,.0f} MB)", secs, ref_gb, ref_au)
+        size = (out / "certificate.json").stat().st_size
+        same = (root / "out1" / "certificate.json").read_bytes() == (
+            out / "certificate.json"
+        ).read_bytes()
+        doc = json.loads((out / "certificate.json").read_text(encoding="utf-8"))
+        print(
+            f"  certificate.json {size / 1e3:,.0f} kB, the same bytes in both runs: {same}, "
+            f"kappa {doc['guarantee']['kappa']}"
+        )
 
 
 def main() -> None:
@@ -156,6 +215,7 @@ def main() -> None:
                 ref_gb,
                 ref_au,
             )
+            cli_part(df, means, ref_gb, ref_au)
 
 
 if __name__ == "__main__":
