@@ -16,8 +16,11 @@ Gaussian noise of sd s on every statistic (calibrated to a target κ, at a failu
 δ > 0), or withholding statistics (greedily) until nobody is exposed.
 
 The ``spec`` of a release states the statistics' *definitions* (the where-clauses), the value
-column and the Receiver class, never the data; A itself (who is in which subset) is data and
-is neither stored in the spec nor written to the certificate.
+column and the Receiver class, never the data. A itself (who is in which subset) follows from
+the WHERE clauses and the covariates they name: the certificate states it in ``claim.design``
+(a bitmap per statistic, ``docs/linear_release.md``), never the value column. The release
+finds A's column patterns from the selections once (exposure and the certificate use them);
+the published values are the dense product A x.
 """
 
 from __future__ import annotations
