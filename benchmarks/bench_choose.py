@@ -3,8 +3,14 @@
 * ``choose_table`` on the bundled Fair crosstab (24 cells) for three Receiver models, and on
   generated tables of 10^5, 10^6 and 10^7 cells (one int64 key, negative-binomial counts), with
   the threshold search alone (``calibrate_threshold``) beside it;
-* ``choose_mean`` for a few classes: the whole call (the 41-point frontier included), the
-  search alone (a frontier of no points) and the number of certificate evaluations.
+* ``choose_mean`` for a few classes: the whole call (the 25-point frontier included), the
+  search alone (a frontier of no points) and the number of certificate evaluations;
+* ``choose_linear`` on the bundled Fair data (6366 rows): three statistics exact, exposed
+  (every subset searched) and with calibrated noise; the 12 group means of religious ×
+  occupation (< 3, = 3, > 3) subsets, exact; ten of them with the overall mean and the mean
+  without row 17 (exposed, 12 statistics: every subset searched in order of loss); all twelve
+  with those two (14 statistics: greedy); beside the statistics' matrix alone
+  (``statistics_matrix``).
 
 Prints best-of-N wall times; asserts nothing. Run from the repository root:
 ``python benchmarks/bench_choose.py``.
@@ -22,7 +28,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from persuasive.choose import choose_mean, choose_table
+from persuasive.choose import choose_linear, choose_mean, choose_table
 from persuasive.choose import mean as mean_module
 from persuasive.classes.receivers import (
     NegativeBinomialReceiver,
@@ -33,6 +39,7 @@ from persuasive.release.calibrate import calibrate_threshold
 
 ROOT = Path(__file__).resolve().parents[1]
 CROSSTAB = ROOT / "examples" / "data" / "fair_crosstab.csv"
+FAIR = ROOT / "examples" / "data" / "fair.csv"
 
 
 def best_of(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
@@ -152,10 +159,60 @@ def means() -> None:
         )
 
 
+def linear() -> None:
+    from persuasive.release.statistics import statistics_matrix
+
+    print(
+        "choose_linear on fair.csv (6366 rows; best of 3, the memoised ClassCurve cleared; "
+        "'A' = statistics_matrix alone)"
+    )
+    frame = pl.read_csv(FAIR)
+    three = [("overall", "mean", "true"), ("rel4", "mean", "religious = 4")]
+    groups = [
+        (f"r{r}o{o}", "mean", f"religious = {r} AND occupation {op} 3")
+        for r in (1, 2, 3, 4) for o, op in ((0, "<"), (1, "="), (2, ">"))
+    ]  # fmt: skip
+    no17 = ("no17", "mean", "row_id != 17")
+    cases = [
+        ("2 statistics, exact, κ ≤ 3", three, {"target_kappa": 3.0}),
+        ("3 with no17 (exposed), κ ≤ 3", [*three, no17], {"target_kappa": 3.0}),
+        ("3 statistics, noise, κ ≤ 1.5, V = 1, δ = 0.5",
+         [*three, ("rel1", "mean", "religious = 1")],
+         {"target_kappa": 1.5, "max_stat_sd": 1.0, "delta": 0.5}),
+        ("12 group means, exact, κ ≤ 3", groups, {"target_kappa": 3.0}),
+        ("10 group means + overall + no17 (exposed)", [*groups[:10], three[0], no17],
+         {"target_kappa": 3.0}),
+        ("12 group means + overall + no17 (exposed)", [*groups, three[0], no17],
+         {"target_kappa": 3.0}),
+    ]  # fmt: skip
+    from persuasive.choose import linear as linear_module
+
+    for label, stats, kw in cases:
+        call = partial(choose_linear, frame, value="affairs", statistics=stats, r1=1.0, r2=4.0,
+                       max_stat_sd=kw.pop("max_stat_sd", 1.0), **kw)  # fmt: skip
+
+        def cold(call: Callable[[], Any] = call) -> Any:  # the certificate's cells not cached
+            linear_module._curve.cache_clear()
+            return call()
+
+        t, c = best_of(cold, 3)
+        ta, _ = best_of(partial(statistics_matrix, frame, stats, value="affairs"), 3)
+        b = c.best
+        what = b.family + (f" σ = {b.parameter:.4g}" if b.parameter else "")
+        if b.withheld:
+            what += f" withholding {', '.join(b.withheld)}"
+        exact = "exact" if c.exact_search else "greedy"
+        print(
+            f"  {label:<44}: {t * 1e3:8.1f} ms  (A {ta * 1e3:6.1f} ms)  {exact:<6} best {what}, "
+            f"loss {b.loss:.4g}"
+        )
+
+
 def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"bench_choose: {os.cpu_count()} CPUs, load average {load:.2f}")
     tables()
+    linear()
     means()
 
 

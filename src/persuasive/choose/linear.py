@@ -32,6 +32,7 @@ are listed as not certified for linear statistics by this library.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -304,18 +305,28 @@ def _noise(cls: Any, target: float, delta: float) -> tuple[float | None, float, 
     return float(cal.sd), float(cal.kappa), ""
 
 
+@functools.lru_cache(maxsize=8)
+def _curve(r1: float, r2: float, v: float | None, delta: float) -> Any:
+    """The class certificate over many noise covariances (:class:`ClassCurve`: its fixed cells
+    bounded once), shared by the Gaussian candidate and the frontier."""
+    from persuasive.linear import LinearGaussianClass
+    from persuasive.linear.calibrate import ClassCurve
+
+    return ClassCurve(LinearGaussianClass(r1, r2, max_stat_sd=v), delta)
+
+
 def _gaussian(
     cls: Any, k: int, sigma: float | None, kappa: float, why: str, target: float,
     delta: float, scale: float, exact_k: float,
 ) -> Candidate:  # fmt: skip
     """The noise family on every statistic (nobody exposed)."""
-    from persuasive.linear.calibrate import SCAN_LO, ClassCurve
+    from persuasive.linear.calibrate import SCAN_LO
 
     if sigma is None:
         return Candidate("gaussian", None, math.inf, delta, math.inf, False, why)
     if sigma == 0.0:  # the exact release meets the target: the least noise searched
         s = scale * SCAN_LO
-        kap = float(ClassCurve(cls, delta)(s * s, k))
+        kap = float(_curve(cls.r1, cls.r2, cls.max_stat_sd, delta)(s * s, k))
         return Candidate(
             "gaussian", s, kap, delta, k * s * s, kap <= target,
             f"not needed: the exact release meets the target (κ = {exact_k:.4g}); with the "
@@ -367,8 +378,6 @@ def _frontier(
     """κ and loss of the kept statistics released exactly and over a grid of σ, each statistic
     withheld where that is cheaper (family ``gaussian`` when nothing is withheld), and the
     release of nothing."""
-    from persuasive.linear.calibrate import ClassCurve
-
     k = len(labels)
     must = np.ones(k, dtype=bool)
     must[kept] = False
@@ -380,7 +389,8 @@ def _frontier(
         out.append(Candidate(fam, None, cls.kappa, 0.0, base, cls.kappa <= target, "", names))
     if kept and delta > 0.0:
         sig = np.geomspace(scale / 100.0, scale * 100.0, FRONTIER_POINTS)
-        kap = ClassCurve(cls, delta).many([float(s) ** 2 for s in sig], len(kept))
+        curve = _curve(cls.r1, cls.r2, cls.max_stat_sd, delta)
+        kap = curve.many([float(s) ** 2 for s in sig], len(kept))
         kc = costs[kept]
         for s, kk in zip(sig.tolist(), kap.tolist(), strict=True):
             drop = kc < s * s
