@@ -9,12 +9,26 @@ tight (``tight``)          Composition / ComposedRelease under LogScore x Neighb
 Prop 3 (``Prop3``)         Composition(M1, M2) with a conjugate class: kappa1 + kappa2 (bound)
 Prop 6 (``Prop6``)         LogScore x NeighbourPriors (PDP): noise, deterministic, finite kernels
 App. C (``AppC``)          PPE with LogScore x NeighbourPriors: worst divergence [RECON]
+bounded error              ExactMean or Chain(ExactMean, Gaussian/Laplace noise) x MarginalDSS x
+(``BoundedError``)         BoundedErrorGaussianClass: min of Prop 7's bound and two bounds on
+                           each person's error (library extension, docs/release_means.md (e))
 Prop 7 (``Prop7``)         ExactMean x MarginalDSS x GaussianMeanClass: r1 + log r2
 Prop 8 (``Prop8``)         CellSuppression x SmallCellLogScore x SmallCellClass: -log alpha
 noisy mean (``NoisyMean``) Chain(ExactMean, GaussianMechanism) x MarginalDSS x
                            GaussianMeanClass: Prop 7 with noise (library extension, bound)
+linear bounded error       A x (+ Gaussian noise) x MarginalDSS x BoundedErrorLinearClass
+(``LinearBoundedError``)   (library extension, docs/linear_bounded.md; bound)
+linear (``LinearStats``)   A x (+ Gaussian noise) x MarginalDSS x LinearGaussianClass
+                           (library extension, docs/linear.md; bound)
+noisy mean, Laplace        Chain(ExactMean, LaplaceMechanism) x MarginalDSS x GaussianMeanClass:
+(``noisy_mean_laplace``)   no finite kappa (library extension, docs/release_means.md (c'))
 Prop 5 (``Prop5Chain``)    Chain(M, K) that is not a finite kernel: refused, with the reason
 =========================  ===================================================================
+
+The order is the registry's (:data:`THEOREMS`), fixed here, whatever was imported first: a
+theorem for a subclass is asked before the theorem for the class it refines (bounded error
+before Prop 7 and the noisy mean, linear bounded error before linear), tight composition before
+Prop 3, the Laplace mean before Prop 5.
 """
 
 from persuasive.certify.appc import AppC
@@ -41,9 +55,18 @@ for _th in (
 import persuasive.certify.noisy_mean_laplace  # noqa: E402, F401  (registers itself before Prop 5)
 from persuasive.certify import tight as _tight  # noqa: E402, F401  (registers before Prop 3)
 
+# the bounded-error theorems insert themselves before the theorems of the classes they refine
+# (before Prop 7 / the noisy mean, and before linear): imported here so that the registry, hence
+# every certificate, does not depend on what the caller imported first
+from persuasive.certify.bounded_error import BoundedError  # noqa: E402
+from persuasive.certify.linear_bounded_error import LinearBoundedError  # noqa: E402
+
 __all__ = [
     "THEOREMS",
     "AppC",
+    "BoundedError",
+    "LinearBoundedError",
+    "LinearStats",
     "NoisyMean",
     "Prop3",
     "Prop4",
