@@ -203,3 +203,22 @@ def test_old_level_9_certificate_verifies_and_new_ones_are_deterministic(tmp_pat
     bad = verify_certificate(trailing)
     assert not bad.ok
     assert any("claim.design.statistics[0].members" in m for m in bad.mismatches), bad.mismatches
+
+
+@pytest.mark.parametrize(("target", "v", "delta"), [(2.0, 1.0, 0.5), (1.5, 0.5, 0.5)])
+def test_calibration_in_batches_equals_the_sequential_bisection(
+    target: float, v: float, delta: float
+) -> None:
+    from persuasive.linear.calibrate import ClassCurve, _search
+
+    cls = LinearGaussianClass(1.0, 4.0, max_stat_sd=v)
+    curve = ClassCurve(cls, delta)
+    a, c = np.ones((3, 4)) / 4, np.ones(3)
+
+    def f(s: float) -> float:
+        return curve(s**2 * np.eye(3), 3)
+
+    one = _search(f, a, c, v, target)  # one κ evaluation per bisection step
+    batched = pp.linear.calibrate_noise(a, target, cls=cls, delta=delta)
+    assert (one.sd, one.kappa) == (batched.sd, batched.kappa)
+    assert batched.kappa <= target < f(batched.sd * (1 - 1e-6))

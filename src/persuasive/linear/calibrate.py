@@ -38,6 +38,8 @@ from persuasive.mechanisms.linear import LinearGaussian, noise_covariance
 SCAN_LO, SCAN_HI, SCAN_POINTS = 1e-4, 1e4, 161
 #: Bisection steps inside the bracket (relative width 2^-BISECT of a grid cell).
 BISECT: int = 50
+#: Bisection steps decided by one batch of evaluations (2^TREE_DEPTH - 1 midpoints).
+TREE_DEPTH: int = 4
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,42 @@ def _nobody_exposed(patterns: ColumnPatterns, shape: tuple[int, ...]) -> None:
         )
 
 
+def _mid(lo: float, hi: float) -> float:
+    return 0.5 * (lo + hi) if lo > 0 else hi / 2.0
+
+
+def _halve(lo: float, hi: float, ok: bool) -> tuple[float, float]:
+    mid = _mid(lo, hi)
+    return (lo, mid) if ok else (mid, hi)
+
+
+def _tree_bisect(
+    f_many: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    lo: float,
+    hi: float,
+    target: float,
+) -> tuple[float, float]:
+    """``BISECT`` bisection steps on ``f <= target``, ``TREE_DEPTH`` at a time: the midpoints
+    every path of that many steps could visit (the same floating-point midpoints) are
+    evaluated in one ``f_many`` call, then the path is followed. The same bracket as the
+    sequential bisection whenever ``f_many`` gives ``f``'s values (pure f; tested)."""
+    steps = 0
+    while steps < BISECT:
+        depth = min(TREE_DEPTH, BISECT - steps)
+        level = [(lo, hi)]
+        mids: list[float] = []
+        for _ in range(depth):  # breadth first: node j's children are 2j + 1, 2j + 2
+            mids += [_mid(a, b) for a, b in level]
+            level = [half for a, b in level for half in ((a, _mid(a, b)), (_mid(a, b), b))]
+        ok = f_many(np.array(mids)) <= target
+        node = 0
+        for _ in range(depth):
+            lo, hi = _halve(lo, hi, bool(ok[node]))
+            node = 2 * node + (1 if ok[node] else 2)
+        steps += depth
+    return lo, hi
+
+
 def _search(
     f: Callable[[float], float],
     a: NDArray[np.float64],
@@ -224,10 +262,11 @@ def _search(
         val = f(float(s)) if vals is None else float(vals[j])
         if np.isfinite(val) and val <= target:
             lo, hi = prev, float(s)
-            for _ in range(BISECT):
-                mid = 0.5 * (lo + hi) if lo > 0 else hi / 2.0
-                ok = f(mid) <= target
-                lo, hi = (lo, mid) if ok else (mid, hi)
+            if f_many is None:
+                for _ in range(BISECT):
+                    lo, hi = _halve(lo, hi, f(_mid(lo, hi)) <= target)
+            else:
+                lo, hi = _tree_bisect(f_many, lo, hi, target)
             return done(hi, f(hi))
         prev = float(s)
     last = f(float(grid[-1])) if vals is None else float(vals[-1])
