@@ -301,6 +301,7 @@ def test_report_html_and_folder(tmp_path: Path) -> None:
     page = c.to_html()
     assert c.statement().split(".")[0] in page.replace("&#x27;", "'")
     assert "Mechanisms searched" in page and "The frontier" in page
+    assert "<h2>The choice</h2>" in page and "The guarantee" not in page  # a choice, not a proof
     assert not re.search(r'(src|href)="(?!data:)', page)  # self-contained
     png = base64.b64decode(re.search(r'data:image/png;base64,([^"]+)"', page).group(1))
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -309,6 +310,8 @@ def test_report_html_and_folder(tmp_path: Path) -> None:
         ".persuasive-output.json", "frontier.png", "report.html", "report.md"
     ]  # fmt: skip
     assert paths["html"].read_text(encoding="utf-8") == page
+    md = paths["markdown"].read_text(encoding="utf-8")
+    assert "## The choice" in md and c.statement() in md
     with pytest.raises(ValidationError, match="exists and is not empty"):
         c.write_report(tmp_path / "rep")
     c.write_report(tmp_path / "rep", force=True)

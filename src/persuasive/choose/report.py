@@ -17,7 +17,13 @@ from typing import Any
 from persuasive.choose.frontier import Candidate, Choice
 from persuasive.report.content import Figure, ReportContent, Section, fmt
 
-__all__ = ["choice_html", "frontier_figure", "report_content", "write_choice_report"]
+__all__ = [
+    "choice_html",
+    "frontier_figure",
+    "report_content",
+    "write_choice_report",
+    "write_files",
+]
 
 #: The report's figure: 640 × 400 pixels, as the HTML page shows it.
 FIGSIZE, DPI = (6.4, 4.0), 100
@@ -77,8 +83,8 @@ def report_content(choice: Choice, setting: tuple[tuple[str, str], ...] = ()) ->
             ]
             for x in choice.candidates
         ],
-        text=f"The loss is the {choice.utility}. A family that is not certified cannot be "
-        "chosen, however useful it looks.",
+        text=f"Loss: {choice.utility}. A family that is not certified cannot be chosen, "
+        "however useful it looks.",
     )  # fmt: skip
     pts = choice.frontier[:MAX_ROWS]
     more = len(choice.frontier) - len(pts)
@@ -109,11 +115,39 @@ def report_content(choice: Choice, setting: tuple[tuple[str, str], ...] = ()) ->
     )
 
 
+#: The shared renderers head the sentence "The guarantee"; a choice states a choice.
+_HEADINGS = (("<h2>The guarantee</h2>", "<h2>The choice</h2>"),
+             ("## The guarantee", "## The choice"))  # fmt: skip
+
+
+def _renamed(text: str) -> str:
+    for old, new in _HEADINGS:
+        text = text.replace(old, new, 1)
+    return text
+
+
 def choice_html(choice: Choice, setting: tuple[tuple[str, str], ...] = ()) -> str:
     """The report as one self-contained HTML page."""
+    return _html(report_content(choice, setting))
+
+
+def _html(content: ReportContent) -> str:
     from persuasive.report.html import render_html
 
-    return render_html(report_content(choice, setting))
+    return _renamed(render_html(content))
+
+
+def write_files(content: ReportContent, folder: Path) -> dict[str, Path]:
+    """``report.html``, ``report.md`` and the figures into ``folder`` (which exists)."""
+    from persuasive.report.markdown import render_markdown
+
+    out = {"html": folder / "report.html", "markdown": folder / "report.md"}
+    for fig in content.figures:
+        (folder / fig.name).write_bytes(fig.png)
+        out[Path(fig.name).stem] = folder / fig.name
+    out["markdown"].write_text(_renamed(render_markdown(content)), encoding="utf-8")
+    out["html"].write_text(_html(content), encoding="utf-8")
+    return out
 
 
 def write_choice_report(
@@ -126,10 +160,9 @@ def write_choice_report(
 ) -> dict[str, Path]:
     """Write the report folder atomically; returns {"html", "markdown", "frontier"} paths."""
     from persuasive.files.output import OutputFolder, relocate
-    from persuasive.report.html import write_report
 
     folder = OutputFolder(path, force=force, option=option, kind="choice")
     content = report_content(choice, setting)
     with folder as tmp:
-        paths = write_report(tmp, content)
+        paths = write_files(content, tmp)
     return relocate(paths, tmp, folder.path)

@@ -254,11 +254,11 @@ def write_all(choice: Any, planned: Planned, setting: tuple[tuple[str, str], ...
         write_files(choice, planned.files)
         return
     from persuasive.choose.report import report_content
-    from persuasive.report.html import write_report
+    from persuasive.choose.report import write_files as write_report
 
     content = report_content(choice, setting)
     with planned.report as tmp:
-        write_report(tmp, content)
+        write_report(content, tmp)
         write_files(choice, planned.files)
 
 
