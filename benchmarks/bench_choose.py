@@ -185,14 +185,14 @@ def linear() -> None:
         ("12 group means + overall + no17 (exposed)", [*groups, three[0], no17],
          {"target_kappa": 3.0}),
     ]  # fmt: skip
-    from persuasive.choose import linear as linear_module
+    from persuasive.choose import linear_kappa
 
     for label, stats, kw in cases:
         call = partial(choose_linear, frame, value="affairs", statistics=stats, r1=1.0, r2=4.0,
                        max_stat_sd=kw.pop("max_stat_sd", 1.0), **kw)  # fmt: skip
 
         def cold(call: Callable[[], Any] = call) -> Any:  # the certificate's cells not cached
-            linear_module._curve.cache_clear()
+            linear_kappa._curve.cache_clear()
             return call()
 
         t, c = best_of(cold, 3)

@@ -390,3 +390,40 @@ def test_cli_linear_help_is_readable() -> None:
     assert res.exit_code == 0 and not noise.search(res.stdout), res.stdout
     for shown in ("--withhold-cost", "--report DIR", "--stat NAME:KIND:WHERE"):
         assert shown in res.stdout
+
+
+# ------------------------------------------------------------------- bounded error (r0)
+
+
+@pytest.mark.parametrize(("target", "r0"), [(0.5, 1.0), (1.2, 0.5)])
+def test_bounded_error_class_noise_pays(target: float, r0: float) -> None:
+    """With every person's error at most r0 (docs/linear_bounded.md) noise meets targets the
+    exact release misses. The chosen σ is checked by the class certificate itself
+    (``linear_bounded_error_kappa`` on A: the class check and the registry's path), minimal
+    (σ(1 − 1e-6) misses), and no σ of a grid gives a smaller loss."""
+    from persuasive.certify.linear_bounded_error import linear_bounded_error_kappa
+
+    a = [[0.5, 0.5, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]]
+    kw = dict(max_person_error=r0, max_stat_sd=1.0, delta=0.05)
+    c = choose_linear(a, r1=1.0, r2=4.0, target_kappa=target, withhold_cost=1e6, **kw)
+    b = c.best
+    assert b is not None and b.family == "gaussian" and c.exact_search
+
+    def kap(s: float) -> float:
+        return linear_bounded_error_kappa(a, 1.0, 4.0, noise_sd=s, **kw)
+
+    assert kap(0.0) > target  # the exact release misses the target
+    assert kap(b.parameter) <= target < kap(b.parameter * (1 - 1e-6))
+    grid = np.geomspace(0.05, 200.0, 8)
+    feasible = [s for s in grid if kap(float(s)) <= target]
+    assert feasible and b.loss <= 2 * min(feasible) ** 2 + 1e-12
+    assert b.loss == pytest.approx(2 * b.parameter**2)
+
+
+def test_cli_linear_max_person_error() -> None:
+    res = invoke(*LINEAR, *STATS, "--target-kappa", "0.5", "--max-stat-sd", "1",
+                 "--max-person-error", "1", "--withhold-cost", "1e6", "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["best"]["family"] == "gaussian" and doc["best"]["kappa"] <= 0.5
+    assert "docs/linear_bounded.md" in doc["candidates"][0]["reason"]

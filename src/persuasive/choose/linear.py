@@ -20,6 +20,11 @@ error of the released statistics*, the families this library certifies are:
   :math:`\sum_{j\ \text{withheld}} c_j + |\text{kept}|\,\ell` with ℓ = 0 (exact) or σ²;
 * **withhold** — nothing released: κ = 0, loss :math:`\sum_j c_j`.
 
+With ``max_person_error`` :math:`r_0` the class is the subclass in which every person's
+standardized prior error is at most :math:`r_0` (``docs/linear_bounded.md``); its certificate
+also depends on the noise only through σ, and falls to 0 as σ grows when V is given
+(:mod:`persuasive.choose.linear_kappa`).
+
 When nobody is exposed the search is exact: ℓ is the least per-statistic error meeting the
 target, and each statistic is kept iff :math:`c_j \ge \ell`. When someone is exposed, the kept
 statistics must expose nobody, a combinatorial problem: up to
@@ -32,7 +37,6 @@ are listed as not certified for linear statistics by this library.
 
 from __future__ import annotations
 
-import functools
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -43,6 +47,7 @@ from numpy.typing import NDArray
 
 from persuasive import _domains as dm
 from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
+from persuasive.choose.linear_kappa import BoundedKappa, ClassKappa
 from persuasive.choose.linear_subsets import EXHAUSTIVE_MAX, best_safe_subset
 from persuasive.errors import ValidationError
 
@@ -134,6 +139,7 @@ def choose_linear(
     delta: float = 0.05,
     max_stat_sd: float | None = None,
     withhold_cost: float | Sequence[float] | Mapping[str, float] | None = None,
+    max_person_error: float | None = None,
 ) -> Choice:
     r"""The release of k linear statistics with the least total expected squared error among
     those certified at κ ≤ ``target_kappa`` (δ ≤ ``delta``) against
@@ -166,6 +172,10 @@ def choose_linear(
     withhold_cost : float, sequence or mapping name -> float, optional
         What withholding each statistic costs, in squared units of the statistic (>= 0, inf
         allowed); default V² (``max_stat_sd²``), or inf without V.
+    max_person_error : float, optional
+        :math:`r_0`: every person's standardized prior error is at most :math:`r_0`
+        (:class:`persuasive.linear.bounded_error.BoundedErrorLinearClass`,
+        ``docs/linear_bounded.md``); with V, κ then falls to 0 as the noise grows.
 
     Returns
     -------
@@ -186,7 +196,7 @@ def choose_linear(
     >>> c.best.family, c.best.withheld, c.best.loss, c.exact_search
     ('withhold_some', ('no3',), 4.0, True)
     """
-    from persuasive.linear import LinearGaussianClass, exposed_by
+    from persuasive.linear import exposed_by
 
     a, labels, n = _matrix(data, value, statistics, names)
     r1, r2 = dm.check("r1", r1), dm.check("r2", r2)
@@ -194,11 +204,15 @@ def choose_linear(
     delta = dm.check("delta", delta)
     v = None if max_stat_sd is None else dm.check("max_stat_sd", max_stat_sd)
     costs = _costs(withhold_cost, labels, v)
-    cls = LinearGaussianClass(r1, r2, max_stat_sd=v)
+    if max_person_error is None:
+        model: Any = ClassKappa(r1, r2, v, delta)
+    else:
+        r0 = dm.check("max_mean_sd", max_person_error, name="max_person_error")
+        model = BoundedKappa(r1, r2, v, delta, r0)
     k = a.shape[0]
     who = np.flatnonzero(exposed_by(a))
-    exact_k = cls.kappa
-    sigma, noise_k, noise_why = _noise(cls, target, delta)
+    exact_k = model.exact
+    sigma, noise_k, noise_why = _noise(model, target)
     scale = 1.0 if v is None else v
     if exact_k <= target:  # the exact release meets the target: noise would only add error
         ell: float | None = 0.0
@@ -228,10 +242,10 @@ def choose_linear(
     else:
         exact = Candidate(
             "exact", None, exact_k, 0.0, 0.0, exact_k <= target,
-            f"κ = {exact_k:.4g} at δ = 0 (Prop 7 generalised to A, docs/linear_release.md)"
+            f"κ = {exact_k:.4g} at δ = 0 ({model.basis})"
             + ("" if exact_k <= target else ", above the target"),
         )  # fmt: skip
-        gauss = _gaussian(cls, k, sigma, noise_k, noise_why, target, delta, scale, exact_k)
+        gauss = _gaussian(model, k, sigma, noise_k, noise_why, target, scale)
     greedy = who.size > 0 and not exhaustive
     some = _some(labels, costs, kept, ell, exact_k, noise_k, sigma, delta, target, greedy)
     laplace = not_certified(
@@ -244,7 +258,7 @@ def choose_linear(
     candidates = (exact, gauss, some, laplace, coarse, withholding(float(costs.sum())))
     # withholding every statistic is the family 'withhold': the search picks that one
     best = best_of(tuple(c for c in candidates if len(c.withheld) < k))
-    frontier = _frontier(cls, labels, costs, kept, who.size == 0, target, delta, scale)
+    frontier = _frontier(model, labels, costs, kept, who.size == 0, target, scale)
     if exhaustive:
         notes: tuple[str, ...] = (
             "someone is exposed (see 'exact'), so only sets of statistics that expose nobody "
@@ -268,7 +282,9 @@ def choose_linear(
     cost_words = f"{costs[0]:g} each" if np.all(costs == costs[0]) else "per statistic, as given"
     setting = (
         ("Receivers", f"linear Gaussian class r1 = {r1:g}, r2 = {r2:g}"
-         + ("" if v is None else f", prior sd of every statistic <= {v:g}")),
+         + ("" if v is None else f", prior sd of every statistic <= {v:g}")
+         + ("" if max_person_error is None
+            else f", error about any one person <= {max_person_error:g} prior sds")),
         ("statistics", f"{k} ({', '.join(labels[:6])}{' ...' if k > 6 else ''}) of n = {n}"),
         ("target", f"κ <= {target:g} at δ <= {delta:g}"),
         ("loss", f"{UTILITY}; a withheld statistic costs {cost_words}"),
@@ -290,43 +306,26 @@ def _greedy_kept(a: NDArray[np.float64], r1: float) -> list[int]:
     return sorted(int(j) for j in w.kept)
 
 
-def _noise(cls: Any, target: float, delta: float) -> tuple[float | None, float, str]:
-    """(σ*, κ(σ*), why not): the smallest σ meeting the target on any statistics exposing
-    nobody. The class certificate depends on the statistics only through that
-    (:meth:`LinearGaussianClass.noise_kappa`), so it is calibrated on one mean of two people."""
-    from persuasive.linear import calibrate_noise
-
-    if delta <= 0.0:
+def _noise(model: Any, target: float) -> tuple[float | None, float, str]:
+    """(σ*, κ(σ*), why not): the smallest σ on every statistic meeting the target."""
+    if model.delta <= 0.0:
         return None, math.inf, "Gaussian noise has no finite κ at δ = 0 (the noise is unbounded)"
-    try:
-        cal = calibrate_noise(np.full((1, 2), 0.5), target, cls=cls, delta=delta)
-    except ValidationError as exc:
-        return None, math.inf, f"no noise sd certifies κ ≤ {target:g}: {exc}"
-    return float(cal.sd), float(cal.kappa), ""
-
-
-@functools.lru_cache(maxsize=8)
-def _curve(r1: float, r2: float, v: float | None, delta: float) -> Any:
-    """The class certificate over many noise covariances (:class:`ClassCurve`: its fixed cells
-    bounded once), shared by the Gaussian candidate and the frontier."""
-    from persuasive.linear import LinearGaussianClass
-    from persuasive.linear.calibrate import ClassCurve
-
-    return ClassCurve(LinearGaussianClass(r1, r2, max_stat_sd=v), delta)
+    return model.smallest(target)
 
 
 def _gaussian(
-    cls: Any, k: int, sigma: float | None, kappa: float, why: str, target: float,
-    delta: float, scale: float, exact_k: float,
+    model: Any, k: int, sigma: float | None, kappa: float, why: str, target: float,
+    scale: float,
 ) -> Candidate:  # fmt: skip
     """The noise family on every statistic (nobody exposed)."""
     from persuasive.linear.calibrate import SCAN_LO
 
+    delta, exact_k = model.delta, model.exact
     if sigma is None:
         return Candidate("gaussian", None, math.inf, delta, math.inf, False, why)
     if sigma == 0.0:  # the exact release meets the target: the least noise searched
         s = scale * SCAN_LO
-        kap = float(_curve(cls.r1, cls.r2, cls.max_stat_sd, delta)(s * s, k))
+        kap = float(model.many(np.array([s]))[0])
         return Candidate(
             "gaussian", s, kap, delta, k * s * s, kap <= target,
             f"not needed: the exact release meets the target (κ = {exact_k:.4g}); with the "
@@ -372,8 +371,8 @@ def _some(
 
 
 def _frontier(
-    cls: Any, labels: list[str], costs: NDArray[np.float64], kept: list[int], clean: bool,
-    target: float, delta: float, scale: float,
+    model: Any, labels: list[str], costs: NDArray[np.float64], kept: list[int], clean: bool,
+    target: float, scale: float,
 ) -> list[Candidate]:  # fmt: skip
     """κ and loss of the kept statistics released exactly and over a grid of σ, each statistic
     withheld where that is cheaper (family ``gaussian`` when nothing is withheld), and the
@@ -386,11 +385,12 @@ def _frontier(
     if kept:
         fam = "exact" if clean else "withhold_some"
         names = () if clean else tuple(labels[j] for j in range(k) if j not in kept)
-        out.append(Candidate(fam, None, cls.kappa, 0.0, base, cls.kappa <= target, "", names))
+        ek = model.exact
+        out.append(Candidate(fam, None, ek, 0.0, base, ek <= target, "", names))
+    delta = model.delta
     if kept and delta > 0.0:
         sig = np.geomspace(scale / 100.0, scale * 100.0, FRONTIER_POINTS)
-        curve = _curve(cls.r1, cls.r2, cls.max_stat_sd, delta)
-        kap = curve.many([float(s) ** 2 for s in sig], len(kept))
+        kap = model.many(sig)
         kc = costs[kept]
         for s, kk in zip(sig.tolist(), kap.tolist(), strict=True):
             drop = kc < s * s

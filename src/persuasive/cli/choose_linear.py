@@ -92,6 +92,15 @@ def linear_cmd(
     max_stat_sd: Annotated[
         float | None, opt("--max-stat-sd", "Receivers: prior sd of every statistic at most V.")
     ] = None,
+    max_person_error: Annotated[
+        float | None,
+        opt(
+            "--max-person-error",
+            "Receivers: prior error about any one person at most R0 prior sds (> 0; with "
+            "--max-stat-sd noise then lowers κ towards 0; docs/linear_bounded.md).",
+            metavar="R0",
+        ),
+    ] = None,
     withhold_cost: Annotated[
         list[str] | None,
         opt(
@@ -130,6 +139,11 @@ def linear_cmd(
     o = c.check_all(
         r1=r1, r2=r2, target_kappa=target_kappa, delta=delta, max_stat_sd=max_stat_sd
     )  # fmt: skip
+    from persuasive import _domains as dm
+
+    r0 = None
+    if max_person_error is not None:
+        r0 = dm.check("max_mean_sd", max_person_error, name="--max-person-error")
     costs = withhold_costs(withhold_cost)
     statistics = [parse_statistic(s) for s in stat or []]
     if stats is not None:
@@ -147,6 +161,6 @@ def linear_cmd(
         choice = choose_linear(
             frame, value=value, statistics=statistics, r1=o["r1"], r2=o["r2"],
             target_kappa=o["target_kappa"], delta=o["delta"], max_stat_sd=o["max_stat_sd"],
-            withhold_cost=costs_by_name,
+            withhold_cost=costs_by_name, max_person_error=r0,
         )  # fmt: skip
     finish(choice, [("input", c.shown(data))], planned, out)
