@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 import persuasive as pp
 from persuasive import _domains as dm
 from persuasive._domains import Param
+from persuasive.classes.bounded_error import BoundedErrorGaussianClass
+from persuasive.linear.bounded_error import BoundedErrorLinearClass
 
 #: Cap on drawn magnitudes of unbounded real parameters (the interesting values are small).
 REAL_CAP = 1e6
@@ -188,4 +190,6 @@ API_PRIOR_CLASSES: dict[str, Any] = {
     "neighbours": pp.NeighbourPriors,
     "gaussian_mean": pp.GaussianMeanClass,
     "small_cell": pp.SmallCellClass,
+    "bounded_error_gaussian": BoundedErrorGaussianClass,
+    "bounded_error_linear": BoundedErrorLinearClass,
 }

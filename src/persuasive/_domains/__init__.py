@@ -120,12 +120,25 @@ SCORES: dict[str, dict[str, Param]] = {
     "spherical": {},
 }
 
-#: Prior classes, by spec ``class`` (plus the API-only ``linear_gaussian``).
+#: Prior classes, by spec ``class`` (plus the API-only ``linear_gaussian``); the two
+#: bounded-error classes add ``max_person_error`` (r0) to the Gaussian mean and linear classes.
 PRIOR_CLASSES: dict[str, dict[str, Param]] = {
     "neighbours": {"anchored": d.ANCHORED, "pairs": d.PAIRS},
     "gaussian_mean": {"r1": d.R1, "r2": d.R2, "max_mean_sd": d.MAX_MEAN_SD},
     "small_cell": {"h": d.THRESHOLD, "alpha": d.SMALL_CELL_ALPHA},
     "linear_gaussian": {"r1": d.R1, "r2": d.R2, "max_stat_sd": d.MAX_STAT_SD},
+    "bounded_error_gaussian": {
+        "r1": d.R1,
+        "r2": d.R2,
+        "max_mean_sd": d.MAX_MEAN_SD,
+        "max_person_error": d.MAX_PERSON_ERROR,
+    },
+    "bounded_error_linear": {
+        "r1": d.R1,
+        "r2": d.R2,
+        "max_stat_sd": d.MAX_STAT_SD,
+        "max_person_error": d.MAX_PERSON_ERROR,
+    },
 }
 
 #: Receiver families of :mod:`persuasive.classes.receivers`, by ``model``.
@@ -186,6 +199,7 @@ RELEASE: dict[str, Param] = {
     "r2": d.R2,
     "max_mean_sd": d.MAX_MEAN_SD,
     "max_stat_sd": d.MAX_STAT_SD,
+    "max_person_error": d.MAX_PERSON_ERROR,
     "noise_sd": d.NOISE_SCALE.but(doc="Gaussian noise sd on every statistic"),
     "noise_scale": d.NOISE_SCALE,
     "seed": d.SEED,

@@ -39,6 +39,7 @@ __all__ = [
     "LAPLACE_SCALE",
     "LINEAR_A",
     "MAX_MEAN_SD",
+    "MAX_PERSON_ERROR",
     "MAX_STAT_SD",
     "MEAN_RANGE",
     "NEGBIN_SIZE",
@@ -142,6 +143,13 @@ MAX_MEAN_SD = _positive(
 )
 MAX_STAT_SD = _positive(
     "bound V on the prior sd of the statistics (absent: unbounded)", required=False
+)
+#: r0 of the bounded-error classes; optional as a domain (the constructors' default is None),
+#: required by the classes themselves, which refuse None.
+MAX_PERSON_ERROR = _positive(
+    "bound r0 on every person's standardized prior error |x_i - mu_i| / sigma_i "
+    "(required by the bounded-error classes)",
+    required=False,
 )
 SMALL_CELL_ALPHA = Param(
     "real", low=0.0, high=1.0, low_open=True, doc="minimum prior mass on counts below h"

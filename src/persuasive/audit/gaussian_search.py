@@ -43,6 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import optimize
 
+from persuasive.audit.bounded_mean import bounded_exact_audit
 from persuasive.audit.core import finish
 from persuasive.audit.gaussian_families import (  # the families searched (re-exported)
     AR1_EXACT_MAX_N,
@@ -57,6 +58,7 @@ from persuasive.audit.gaussian_families import (  # the families searched (re-ex
     project,
 )
 from persuasive.classes import GaussianMeanClass
+from persuasive.classes.bounded_error import BoundedErrorGaussianClass
 from persuasive.errors import ValidationError
 from persuasive.loss import relative_loss
 from persuasive.mechanisms import Mechanism
@@ -214,6 +216,8 @@ def gaussian_mean_audit(
     2.386294
     """
     cls: GaussianMeanClass = definition.priors
+    if isinstance(cls, BoundedErrorGaussianClass):
+        return bounded_exact_audit(mech, definition, x)
     r1, r2 = cls.r1, cls.r2
     n_min = max(2, math.floor(r2 / (r2 - 1.0)) + 1)
     xs = np.zeros(n_min) if x is None else np.atleast_1d(np.asarray(x, dtype=np.float64))

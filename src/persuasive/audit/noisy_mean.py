@@ -27,11 +27,13 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
+from persuasive.audit.bounded_mean import bounded_noisy_witness, gamma_grid
 from persuasive.audit.core import finish, required_rank
 from persuasive.audit.stream import kth_output
 from persuasive.bayes import posterior
 from persuasive.certify.noisy_mean import gamma_max
 from persuasive.classes import GaussianMeanClass
+from persuasive.classes.bounded_error import BoundedErrorGaussianClass
 from persuasive.errors import ValidationError
 from persuasive.loss import relative_loss
 from persuasive.mechanisms import Mechanism
@@ -51,12 +53,13 @@ def quadratic_quantile(
     gam: NDArray[np.float64],
     w: NDArray[np.float64],
     zeta: NDArray[np.float64],
-    c: float,
+    c: float | NDArray[np.float64],
     delta: float,
 ) -> NDArray[np.float64]:
     r"""Exact upper (1 − δ)-quantile :math:`\max\{k : P[\Delta \ge k] > \delta\}` of
     :math:`\Delta = -\log b + v^2 - (v - \zeta)^2/b`, :math:`v \sim \mathcal N(w\sqrt\gamma,
-    1 - \gamma)`, :math:`b = 1 - c\gamma` (broadcasting; bisection on normal cdfs).
+    1 - \gamma)`, :math:`b = 1 - c\gamma` (broadcasting, c too: c = ρ_i²; bisection on normal
+    cdfs).
 
     Examples
     --------
@@ -66,8 +69,8 @@ def quadratic_quantile(
     >>> round(float(q), 3)  # gamma -> 0 reaches z_{0.95}^2 = 2.706
     2.706
     """
-    gam, w, zeta = np.broadcast_arrays(gam, w, zeta)
-    b = 1.0 - c * gam
+    gam, w, zeta, cc = np.broadcast_arrays(gam, w, zeta, np.asarray(c, dtype=np.float64))
+    b = 1.0 - cc * gam
     a2, a1, a0 = 1.0 - 1.0 / b, 2.0 * zeta / b, -np.log(b) - zeta**2 / b
     top = a0 - a1**2 / (4.0 * a2)  # the maximum of the concave quadratic
     loc, sd = w * np.sqrt(gam), np.sqrt(1.0 - gam)
@@ -87,12 +90,7 @@ def _design(r1: float, r2: float, gmax: float, delta: float) -> tuple[float, flo
     c = 1.0 - 1.0 / r2
     if delta <= 0.0:
         return gmax, math.sqrt(r1), 10.0
-    gam = np.unique(
-        np.concatenate(
-            [np.geomspace(1e-4, 1.0, N_GAMMA // 2), np.linspace(0.02, 1.0, N_GAMMA // 2)]
-        )
-        * gmax
-    )
+    gam = gamma_grid(gmax, N_GAMMA)
     gam = gam[gam < 1.0]
     w = np.linspace(-math.sqrt(r1), math.sqrt(r1), N_W)
     zeta = np.linspace(-12.0, 12.0, N_ZETA)
@@ -142,10 +140,17 @@ def noisy_mean_audit(
     delta = float(definition.delta)
     k = required_rank(n_samples, delta, confidence)
     gmax = gamma_max(sigma, cls.max_mean_sd) * (1.0 - CLASS_MARGIN)
-    gam, w, zeta = _design(cls.r1, cls.r2, min(gmax, 1.0 - 1e-9), delta)
     i = next((s.i for s in definition.scores if s.i is not None), 0)
-    n = max(2, i + 1, math.ceil(cls.r2 / (cls.r2 - 1.0) + 1e-9))
-    prior, x = witness_prior(cls.r1, cls.r2, sigma, gam, w, zeta, i, n)
+    if isinstance(cls, BoundedErrorGaussianClass):
+        prior, x, design = bounded_noisy_witness(cls, sigma, min(gmax, 1.0 - 1e-9), delta, i)
+    else:
+        gam, w, zeta = _design(cls.r1, cls.r2, min(gmax, 1.0 - 1e-9), delta)
+        n = max(2, i + 1, math.ceil(cls.r2 / (cls.r2 - 1.0) + 1e-9))
+        prior, x = witness_prior(cls.r1, cls.r2, sigma, gam, w, zeta, i, n)
+        design = (
+            f"witness rho_i^2 = 1 - 1/r2, gamma = {gam:.4g}, w = {w:.4g}, zeta = {zeta:.4g} "
+            "(grid design on the exact quantile); loss recomputed with relative_loss"
+        )
     if not cls.contains(prior, x):  # pragma: no cover - the margins keep it inside
         raise ValidationError("the audit could not place a witness inside the class")
     p0, p1 = posterior(prior, mech, 0.0), posterior(prior, mech, 1.0)
@@ -164,8 +169,7 @@ def noisy_mean_audit(
     score = MarginalDSS(i)
     kappa = relative_loss(score, prior, mech, x, tj)
     notes = (
-        f"witness rho_i^2 = 1 - 1/r2, gamma = {gam:.4g}, w = {w:.4g}, zeta = {zeta:.4g} "
-        "(grid design on the exact quantile); loss recomputed with relative_loss",
+        design,
         f"one-sided Clopper-Pearson bound at confidence {confidence:g}; {n_samples} samples",
     )
     return finish(

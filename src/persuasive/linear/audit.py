@@ -202,7 +202,7 @@ def audit_linear(
                 shape = None
             mu = np.asarray(gen.normal(0.0, 1.0, n), dtype=np.float64)
             try:
-                val, wit = _witness(a, r, cls.r1, mu, cov, delta, shape)
+                val, wit = _witness(a, r, cls.r1, mu, cov, delta, shape, _person_error(cls))
             except ValidationError:  # variances so spread that GaussianPrior's PD check fails
                 skipped += 1
                 continue
@@ -259,11 +259,13 @@ def _witness(
     cov: Any,
     delta: float,
     shape: Any = None,
+    r0: float | None = None,
 ) -> tuple[float, Witness]:
     """Best (loss, witness) for one prior: x with u = sqrt(r1) b̂_i, ξ optimal or on a grid.
 
     ``cov`` is dense, or a StructuredCovariance with ``shape`` = (σ², family, parameters) of
-    the witness's :class:`~persuasive.audit.gaussian_families.StructuredGaussianPrior`."""
+    the witness's :class:`~persuasive.audit.gaussian_families.StructuredGaussianPrior`. With
+    ``r0`` (the bounded-error class) each candidate x is shrunk towards μ by :func:`_shrink`."""
     an0 = analyse(mu, cov, a)  # noise-free geometry: the class constraint
     i = int(np.argmax(an0.rho2))
     b = an0._B[i]
@@ -282,7 +284,7 @@ def _witness(
     base = mu + an0._B @ y
     if not np.any(r):
         xi = math.sqrt(an0.post_var[i]) * float(b @ y) / nb2
-        x = base + xi * col
+        x = _shrink(base + xi * col, mu, prior.marginal_var(), r0)
         mech = LinearGaussian(a)
         if shape is None:
             from persuasive.loss import relative_loss
@@ -293,6 +295,26 @@ def _witness(
         return val, Witness(MarginalDSS(i), x, prior, mech.apply(x))
     an = analyse(mu, cov, a, r)
     grid = np.linspace(-6.0, 6.0, 49)
-    vals = [fixed_quantile(an, base + xi * col, i, delta) for xi in grid]
+    var = prior.marginal_var()
+    xs = [_shrink(base + xi * col, mu, var, r0) for xi in grid]
+    vals = [fixed_quantile(an, x, i, delta) for x in xs]
     j = int(np.argmax(vals))
-    return float(vals[j]), Witness(MarginalDSS(i), base + grid[j] * col, prior, None)
+    return float(vals[j]), Witness(MarginalDSS(i), xs[j], prior, None)
+
+
+def _person_error(cls: LinearGaussianClass) -> float | None:
+    """r0 of the bounded-error class (None for the plain linear class)."""
+    return getattr(cls, "max_person_error", None)
+
+
+def _shrink(
+    x: NDArray[np.float64], mu: NDArray[np.float64], var: NDArray[np.float64], r0: float | None
+) -> NDArray[np.float64]:
+    r"""x moved towards μ until every :math:`|x_j - \mu_j|/\sigma_j \le r_0` (relative margin
+    ``CLASS_MARGIN``): :math:`\mu + t(x - \mu)`, t ≤ 1, which also shrinks the statistics'
+    error A(x − μ), so the linear class's conditions still hold. None: x unchanged."""
+    if r0 is None:
+        return x
+    z = float(np.max(np.abs(x - mu) / np.sqrt(var)))
+    t = min(1.0, r0 * (1.0 - CLASS_MARGIN) / z) if z > 0 else 1.0
+    return np.asarray(mu + t * (x - mu))

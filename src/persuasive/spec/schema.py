@@ -112,6 +112,26 @@ def _neighbours(p: dict[str, Any]) -> cls.NeighbourPriors:
     return cls.NeighbourPriors(pairs=p["pairs"], anchored=p["anchored"])
 
 
+def _bounded_gaussian(p: dict[str, Any]) -> Any:
+    """Prop 7's class with a bounded error on every person (``docs/release_means.md`` (e));
+    an absent ``max_person_error`` is refused by the class, naming it."""
+    from persuasive.classes.bounded_error import BoundedErrorGaussianClass
+
+    return BoundedErrorGaussianClass(
+        p["r1"], p["r2"], max_mean_sd=p["max_mean_sd"], max_person_error=p["max_person_error"]
+    )
+
+
+def _bounded_linear(p: dict[str, Any]) -> Any:
+    """The linear class with a bounded error on every person (``docs/linear_bounded.md``); the
+    statistics A are the mechanism's."""
+    from persuasive.linear.bounded_error import BoundedErrorLinearClass
+
+    return BoundedErrorLinearClass(
+        p["r1"], p["r2"], max_stat_sd=p["max_stat_sd"], max_person_error=p["max_person_error"]
+    )
+
+
 _C = dm.PRIOR_CLASSES
 
 #: Prior classes: ``class -> (keys, builder)``.
@@ -122,6 +142,8 @@ PRIOR_CLASSES: dict[str, tuple[dict[str, Param], Builder]] = {
         lambda p: cls.GaussianMeanClass(p["r1"], p["r2"], max_mean_sd=p["max_mean_sd"]),
     ),
     "small_cell": (_C["small_cell"], lambda p: cls.SmallCellClass(p["h"], p["alpha"])),
+    "bounded_error_gaussian": (_C["bounded_error_gaussian"], _bounded_gaussian),
+    "bounded_error_linear": (_C["bounded_error_linear"], _bounded_linear),
 }
 
 #: Risk transforms of the expectation variant (``kind = "ppe"``).
