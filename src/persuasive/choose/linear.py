@@ -48,7 +48,7 @@ from numpy.typing import NDArray
 from persuasive import _domains as dm
 from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
 from persuasive.choose.linear_kappa import BoundedKappa, ClassKappa
-from persuasive.choose.linear_subsets import EXHAUSTIVE_MAX, best_safe_subset
+from persuasive.choose.linear_subsets import EXHAUSTIVE_MAX, add_back, best_safe_subset
 from persuasive.errors import ValidationError
 
 __all__ = ["choose_linear"]
@@ -225,8 +225,8 @@ def choose_linear(
         kept = []
     elif exhaustive:  # every subset, in order of loss
         kept, checked = best_safe_subset(a, costs, ell)
-    else:
-        kept = _greedy_kept(a, r1)
+    else:  # greedy, then every statistic that fits added back
+        kept = add_back(a, costs, _greedy_kept(a, r1), ell)
 
     exposed_why = (
         f"the statistics expose row {int(who[0])}"
@@ -269,8 +269,9 @@ def choose_linear(
         notes = (
             "someone is exposed (see 'exact'), so the statistics kept were chosen greedily "
             "(persuasive.linear.greedy_withhold: drop the one whose removal lowers the largest κ "
-            "under an independent prior most, until nobody is exposed). That is NOT an exact "
-            "search: another subset may keep more, or cheaper-to-lose, statistics",
+            "under an independent prior most, until nobody is exposed), then every dropped "
+            "statistic that keeps the set safe was added back, dearest first. That is NOT an "
+            "exact search: another subset may keep more, or cheaper-to-lose, statistics",
         )
     else:
         notes = (

@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from persuasive import _tolerances as tol
 
-__all__ = ["EXHAUSTIVE_MAX", "best_safe_subset"]
+__all__ = ["EXHAUSTIVE_MAX", "add_back", "best_safe_subset"]
 
 #: Every subset is searched up to this many statistics (2^12 = 4096 orderings, at most as many
 #: SVDs); above it the search is greedy (and says so).
@@ -78,3 +78,27 @@ def best_safe_subset(
         if not _exposes(cols[rows], count):
             return rows, n_checked
     return [], int(order.size)  # unreachable: the empty set is safe
+
+
+def add_back(
+    a: NDArray[np.float64], costs: NDArray[np.float64], kept: list[int], ell: float
+) -> list[int]:
+    r"""``kept`` (a safe set) with every other statistic worth keeping (:math:`c_j \ge \ell`)
+    added back, dearest first, whenever the set stays safe: a local improvement of a greedy
+    choice (it cannot raise the loss; it is not an exact search).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = np.array([[1/3, 1/3, 1/3], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
+    >>> add_back(a, np.array([5.0, 1.0, 0.1]), [], 0.0)   # 'all' first, then nothing fits
+    [0]
+    """
+    cols, count = _patterns(a)
+    out = sorted(kept)
+    rest = [j for j in range(a.shape[0]) if j not in kept and costs[j] >= ell]
+    for j in sorted(rest, key=lambda j: -costs[j]):
+        trial = sorted([*out, j])
+        if not _exposes(cols[trial], count):
+            out = trial
+    return out
