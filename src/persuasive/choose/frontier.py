@@ -137,9 +137,18 @@ class Choice:
         families = dict.fromkeys(c.family for c in self.frontier)
         for fam in families:
             pts = [c for c in self.frontier if c.family == fam and math.isfinite(c.kappa)]
-            if pts:
-                marker = "o" if len(pts) == 1 else "-"
-                ax.plot([p.loss for p in pts], [p.kappa for p in pts], marker, label=fam)
+            curve = [p for p in pts if p.parameter is not None]
+            alone = [p for p in pts if p.parameter is None]  # a one-point member: a marker
+            if len(curve) == 1:
+                curve, alone = [], pts
+            color = None
+            if curve:
+                (line,) = ax.plot([p.loss for p in curve], [p.kappa for p in curve], "-",
+                                  label=fam)  # fmt: skip
+                color = line.get_color()
+            if alone:
+                ax.plot([p.loss for p in alone], [p.kappa for p in alone], "o", color=color,
+                        label=None if curve else fam)  # fmt: skip
         if math.isfinite(self.target_kappa):
             ax.axhline(self.target_kappa, color="grey", ls="--", lw=1, label="target κ")
         if self.best is not None:

@@ -67,9 +67,7 @@ def report_content(choice: Choice, setting: tuple[tuple[str, str], ...] = ()) ->
     asked.append(
         (
             "search",
-            "exact (one-parameter, monotone families)"
-            if choice.exact_search
-            else "NOT exact: see the notes",
+            "exact (see the notes)" if choice.exact_search else "NOT exact: see the notes",
         )
     )
     families = Section(
