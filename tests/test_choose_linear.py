@@ -443,3 +443,16 @@ def test_greedy_path_adds_back_what_greedy_withhold_drops_on_ties(greedy: None) 
     assert _greedy_kept(a, 1.0) == []  # greedy_withhold alone keeps nothing
     c = choose_linear(a, r1=1.0, r2=4.0, target_kappa=3.0, withhold_cost=1.0)
     assert not c.exact_search and c.best.withheld == ("s1", "s2", "s3") and c.best.loss == 3.0
+
+
+def test_cli_table_report_and_force(tmp_path: Path) -> None:
+    table = ("choose", "table", str(ROOT / "examples" / "data" / "fair_crosstab.csv"), "--keys",
+             "religious,occupation", "--count", "n", "--poisson-mean", "1:40", "--target-kappa",
+             "3", "--report", str(tmp_path / "rep"), "-q")  # fmt: skip
+    res = invoke(*table)
+    assert res.exit_code == 0, res.output
+    html = (tmp_path / "rep" / "report.html").read_text(encoding="utf-8")
+    assert "suppression (31)" in html and "24 cells" in html
+    again = invoke(*table)
+    assert again.exit_code == 2 and "pass --force" in again.stderr
+    assert invoke(*table, "--force").exit_code == 0
