@@ -24,7 +24,9 @@ from scipy import stats
 import persuasive as pp
 from persuasive import _tolerances as tol
 from persuasive.certify import THEOREMS, find_theorem
+from persuasive.classes.bounded_error import BoundedErrorGaussianClass
 from persuasive.linear import LinearGaussianClass
+from persuasive.linear.bounded_error import BoundedErrorLinearClass
 
 PDP = pp.probabilistic_dp
 Q = 1e-9  # the two-point prior's weight on x (a member of H_x; the sup is the limit q -> 0)
@@ -597,6 +599,345 @@ def test_laplace_mean_has_no_finite_certificate(record_property):
     _check("noisy_mean_laplace", A, C, record_property, 100, finite=0.0)
 
 
+# --- bounded error on every person: the mean, linear statistics ---------------------------
+
+
+def _gauss_quantile(c0, vt, k1, d, mean_u, sd_u, delta):
+    """The exact upper δ-quantile of Δ = c0 - (d - k1 u)^2 / vt, u ~ N(mean_u, sd_u^2): the
+    value itself when sd_u = 0 (an exact release), else :func:`_interval_quantile`."""
+    exact = np.asarray(sd_u) == 0.0
+    value = c0 - (d - k1 * mean_u) ** 2 / vt
+    q = _interval_quantile(c0, vt, k1, d, mean_u, np.where(exact, 1.0, sd_u), delta)
+    return np.where(exact, value, q)
+
+
+def _mean_conditioning(var0, sa, asa, d, ad, s):
+    r"""Gaussian conditioning on :math:`T = \bar x + e`, :math:`e \sim N(0, s^2)`, written out:
+    person i's prior variance ``var0``, :math:`\mathrm{Cov}(x_i, \bar x)` = ``sa``,
+    :math:`\mathrm{Var}(\bar x)` = ``asa``, ``d`` = x - μ, ``ad`` = :math:`\bar x - \bar\mu`.
+    Returns the arguments of :func:`_gauss_quantile`, :math:`\Delta_i = c_0 - (d_i - k_1 u)^2/
+    v_t` with the Kalman gain :math:`k_1` and :math:`u = T - \bar\mu \sim N(\bar x - \bar\mu,
+    s^2)`."""
+    k1 = sa / (asa + s**2)
+    vt = var0 - k1 * sa
+    c0 = np.log(var0) + d**2 / var0 - np.log(vt)
+    return c0, vt, k1, d, ad, s
+
+
+def _in_bounded_mean_class(mu, cov, x, r1, r2, v, r0) -> bool:
+    """Membership of N(mu, cov) in G^{r,V,r0}_x, written out here (slack 1e-9 relative)."""
+    n = mu.size
+    sd = np.sqrt(np.diag(cov))
+    eig = np.linalg.eigvalsh(cov / np.outer(sd, sd))
+    sbar = cov.sum() / n**2
+    slack = 1.0 + 1e-9
+    return bool(
+        (x.mean() - mu.mean()) ** 2 / sbar <= r1 * slack
+        and eig[-1] / eig[0] <= r2 * (1 - sd.max() ** 2 / (sd**2).sum()) * slack
+        and (np.isinf(v) or sbar <= v**2 * slack)
+        and np.max(np.abs(x - mu) / sd) <= r0 * slack
+    )
+
+
+def _bounded_mean_instances(rng, b):
+    """Random (r1, r2, r0, V, s, δ): a third exact (s = 0), a quarter of the rest at δ = 0."""
+    r1, r2 = rng.uniform(0.2, 5.0, b), rng.uniform(2.0, 10.0, b)
+    r0 = np.exp(rng.uniform(np.log(0.1), np.log(3.0), b))
+    v = np.where(rng.random(b) < 0.25, np.inf, np.exp(rng.uniform(np.log(0.1), np.log(5.0), b)))
+    kind = rng.random(b)
+    s = np.where(kind < 1 / 3, 0.0, np.exp(rng.uniform(np.log(0.2), np.log(20.0), b)))
+    delta = np.where((kind >= 1 / 3) & (kind < 0.5), 0.0, rng.uniform(0.005, 0.3, b))
+    return r1, r2, r0, v, s, delta
+
+
+def _check_kinds(name, audit, cert, s, delta, record_property, ratios) -> None:
+    """:func:`_check` separately for the exact release, noise at δ = 0 and noise at δ > 0, with
+    the vacuity guard ``ratio`` of each (the three certificates come from different bounds)."""
+    audit, cert, s, delta = (np.asarray(a, dtype=float) for a in (audit, cert, s, delta))
+    kinds = (s == 0, (s > 0) & (delta == 0), (s > 0) & (delta > 0))
+    for sel, ratio in zip(kinds, ratios, strict=True):
+        _check(name, audit[sel], cert[sel], record_property, 30, ratio=ratio)
+
+
+def _mean_release(s: float):
+    return pp.ExactMean() if s == 0 else pp.Chain(pp.ExactMean(), pp.GaussianMechanism(s))
+
+
+def _bounded_mean_check(i, params, mu, cov, x):
+    """The class of instance i; asserts N(mu, cov) is in it (its contains, and written out)."""
+    r1, r2, r0, v, _, _ = (float(p[i]) for p in params)
+    cls = BoundedErrorGaussianClass(
+        r1, r2, max_mean_sd=None if math.isinf(v) else v, max_person_error=r0
+    )
+    prior = pp.GaussianPrior(mu, cov)
+    assert cls.contains(prior, x) and _in_bounded_mean_class(mu, cov, x, r1, r2, v, r0), i
+    return cls, prior
+
+
+def _bounded_mean_certs(params):
+    out = []
+    for i in range(params[0].size):
+        r1, r2, r0, v, s, delta = (float(p[i]) for p in params)
+        cls = BoundedErrorGaussianClass(
+            r1, r2, max_mean_sd=None if math.isinf(v) else v, max_person_error=r0
+        )
+        d = pp.PersuasivePrivacy(pp.MarginalDSS(), cls, 1.0, delta)
+        assert _basis(_mean_release(s), d) == "bounded_error"
+        out.append(pp.certify(_mean_release(s), d).kappa)
+    return out
+
+
+def test_bounded_error_mean(record_property):
+    # (1) near the least favourable members of the proof (docs/release_means.md (e)): Phi = I,
+    # person 1 holds the share rho_1^2 = c (1 - eta) of the variance and the n - 1 others equal
+    # shares; a grid over gamma = Sigmabar / (Sigmabar + s^2) <= gamma_max (Sigmabar <= V^2),
+    # the mean error w (|w| <= sqrt r1) and z_1 (|z_1| <= r0). The others' common z_o is what
+    # the mean leaves; a grid point is a member only if |z_o| <= r0. mu = 0, x = z sigma.
+    rng = np.random.default_rng(114)
+    eta, b = 1e-6, 260
+    params = _bounded_mean_instances(rng, b)
+    r1, r2, r0, v, s, delta = params
+    s1 = (1.0 - 1.0 / r2) * (1.0 - eta)
+    n = np.clip(np.ceil(1.0 + r2 * (np.sqrt(r1) + r0) ** 2 / r0**2), 2, 40)  # room for z_o
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gmax = np.where((s == 0) | np.isinf(v), 1.0, v**2 / (v**2 + s**2))
+    e = (slice(None), None, None, None)  # axes: instance, gamma, w, z_1
+    gam = np.minimum(gmax[e] * np.geomspace(1e-2, 1.0 - 1e-6, 6)[None, :, None, None], 0.999)
+    # the exact mean's loss does not depend on the scale: Sigmabar = V^2 (1 - eta), or 1
+    exact_sbar = np.where(np.isinf(v), 1.0, v**2 * (1 - eta))[e]
+    sbar = np.where((s == 0)[e], exact_sbar, s[e] ** 2 * gam / (1 - gam))
+    w = np.concatenate([-np.geomspace(1.0, 0.1, 4), [0.0], np.geomspace(0.1, 1.0, 4)])
+    w = w[None, None, :, None] * np.sqrt(r1 * (1 - eta))[e]
+    z1 = np.linspace(-1.0, 1.0, 11)[None, None, None, :] * (r0 * (1 - eta))[e]
+    sbar, w, z1 = np.broadcast_arrays(sbar, w, z1)
+    nn, sh = n[e], s1[e]
+    z_o = (w - np.sqrt(sh) * z1) / np.sqrt((nn - 1) * (1 - sh))
+    member = np.abs(z_o) <= r0[e] * (1 - eta)
+    tot = nn**2 * sbar  # 1' Sigma 1 = ||sigma||^2 (Phi = I)
+    var1, var_o = sh * tot, (1 - sh) * tot / (nn - 1)
+    q = np.full(sbar.shape, -np.inf)
+    for var0, z in ((var1, z1), (var_o, z_o)):  # person 1, and any other (they are alike)
+        args = _mean_conditioning(var0, var0 / nn, sbar, z * np.sqrt(var0), w * np.sqrt(sbar), s[e])
+        q = np.maximum(q, _gauss_quantile(*args, delta[e]))
+    flat = np.where(member, q, -np.inf).reshape(b, -1)
+    audit = list(flat.max(axis=1))
+    # each instance's worst member as a dense prior: in the class (its own contains, and the
+    # check written out here); at a sampled output its loss is the library's exact posterior's
+    best = np.unravel_index(flat.argmax(axis=1), sbar.shape[1:])
+    for i in range(b):
+        at = (i, *(ax[i] for ax in best))
+        ni = int(n[i])
+        var = np.r_[var1[at], np.full(ni - 1, var_o[at])]
+        x = np.r_[z1[at], np.full(ni - 1, z_o[at])] * np.sqrt(var)
+        _, prior = _bounded_mean_check(i, params, np.zeros(ni), np.diag(var), x)
+        if i < 40:
+            t = x.mean() + s[i] * rng.normal()
+            c0, vt, k1, d, _, _ = _mean_conditioning(var, var / ni, sbar[at], x, 0.0, s[i])
+            mine = np.max(c0 - (d - k1 * t) ** 2 / vt)  # mu = 0: u = T
+            lib = pp.relative_loss(pp.MarginalDSS(), prior, _mean_release(float(s[i])), x, t)
+            assert math.isclose(mine, lib, rel_tol=1e-7, abs_tol=1e-9), (i, mine, lib)
+    cert = _bounded_mean_certs(params)
+    _check_kinds("bounded_error", audit, cert, s, delta, record_property, (0.9, 0.9, 0.8))
+    # (2) random dense members (n = 2 to 4), the class drawn around each with room to spare
+    # (far from the least favourable ones: no ratio guard)
+    audit, params2 = [], ([], [], [], [], [], [])
+    for n2 in (2, 3, 4):
+        b2 = 40
+        g = rng.normal(size=(b2, n2, n2 + 2))
+        cov = g @ g.transpose(0, 2, 1) + 0.3 * np.eye(n2)
+        sd = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
+        eig = np.linalg.eigvalsh(cov / (sd[:, :, None] * sd[:, None, :]))
+        spread = 1.0 - sd.max(axis=1) ** 2 / (sd**2).sum(axis=1)
+        mu, x = rng.normal(size=(b2, n2)), rng.normal(size=(b2, n2))
+        sbar2 = cov.sum(axis=(1, 2)) / n2**2
+        w2 = (x.mean(axis=1) - mu.mean(axis=1)) ** 2 / sbar2
+        p = _bounded_mean_instances(rng, b2)
+        grow = rng.uniform(1.0, 1.5, (4, b2))
+        p = (
+            w2 * grow[0] + 1e-3,
+            np.maximum(eig[:, -1] / eig[:, 0] / spread, n2 / (n2 - 1.0)) * grow[1],
+            np.max(np.abs(x - mu) / sd, axis=1) * grow[2],
+            np.where(np.isinf(p[3]), np.inf, np.sqrt(sbar2) * grow[3]),
+            p[4],
+            p[5],
+        )
+        sa = cov.sum(axis=2) / n2
+        args = _mean_conditioning(
+            np.diagonal(cov, axis1=1, axis2=2),
+            sa,
+            sbar2[:, None],
+            x - mu,
+            (x.mean(axis=1) - mu.mean(axis=1))[:, None],
+            p[4][:, None],
+        )
+        audit.extend(_gauss_quantile(*args, p[5][:, None]).max(axis=1))
+        for i in range(b2):
+            _bounded_mean_check(i, p, mu[i], cov[i], x[i])
+        for acc, new in zip(params2, p, strict=True):
+            acc.extend(new)
+    cert = _bounded_mean_certs([np.array(a) for a in params2])
+    _check("bounded_error", audit, cert, record_property, 120)
+    # (3) Laplace noise: the certificate is the pointwise bound log r2 + r0^2, for every output.
+    # The member that attains it for the exact mean (z_1 = r0, rho_1^2 = c, w = z_1 / rho_1),
+    # small noise, two sampled outputs; the loss from the library's exact (non-Gaussian)
+    # posterior, pp.relative_loss, not from the certificate's closed form
+    audit, cert = [], []
+    for _ in range(30):
+        r2, r0 = float(rng.uniform(2.0, 10.0)), float(np.exp(rng.uniform(np.log(0.1), 0.5)))
+        sh = (1.0 - 1.0 / r2) * (1.0 - eta)
+        z1 = r0 * (1.0 - eta)
+        w = z1 / math.sqrt(sh)
+        r1 = w**2 * float(rng.uniform(1.0, 2.0))
+        var = np.array([sh, 1.0 - sh]) * 4.0  # n = 2, Sigmabar = 1
+        z_o = (w - math.sqrt(sh) * z1) / math.sqrt(1.0 - sh)
+        x = np.array([z1, z_o]) * np.sqrt(var)
+        v = math.inf if rng.random() < 0.5 else float(rng.uniform(1.0, 3.0))
+        scale = float(np.exp(rng.uniform(np.log(1e-3), np.log(0.05))))
+        pr = (np.array([r1]), np.array([r2]), np.array([r0]), np.array([v]), [scale], [0.05])
+        cls, prior = _bounded_mean_check(0, pr, np.zeros(2), np.diag(var), x)
+        mech = pp.Chain(pp.ExactMean(), pp.LaplaceMechanism(scale))
+        d = pp.PersuasivePrivacy(pp.MarginalDSS(), cls, 1.0, float(rng.choice([0.0, 0.05])))
+        assert _basis(mech, d) == "bounded_error"
+        ts = x.mean() + rng.laplace(0.0, scale, 2)
+        audit.append(max(pp.relative_loss(pp.MarginalDSS(), prior, mech, x, t) for t in ts))
+        cert.append(pp.certify(mech, d).kappa)
+    _check("bounded_error", audit, cert, record_property, 30, ratio=0.9)
+
+
+def _linear_conditioning(a, cov, rr, d):
+    r"""Gaussian conditioning on :math:`T = Ax + e`, :math:`e \sim N(0, R)`, written out (dense):
+    with :math:`K = \Sigma A^\top(A\Sigma A^\top + R)^{-1}`, person i's loss is
+    :math:`\Delta_i = c_{0,i} - (d_i - y_i)^2 / v_i` with :math:`y = K(T - A\mu) \sim
+    N(KAd, KRK^\top)`, d = x - μ. Returns the arguments of :func:`_gauss_quantile` (k1 = 1),
+    then K."""
+    gain = cov @ a.T @ np.linalg.inv(a @ cov @ a.T + rr)
+    var0 = np.diag(cov)
+    vv = var0 - np.einsum("ij,jk,ki->i", gain, a, cov)
+    c0 = np.log(var0) + d**2 / var0 - np.log(vv)
+    sd_y = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", gain, rr, gain), 0.0))
+    return c0, vv, 1.0, d, gain @ (a @ d), sd_y, gain
+
+
+def _exposed(a) -> bool:
+    """Someone is exposed: some e_i lies in A's row space (rank test, written out here)."""
+    rank = np.linalg.matrix_rank(a)
+    return any(np.linalg.matrix_rank(np.vstack([a, e])) == rank for e in np.eye(a.shape[1]))
+
+
+def _in_bounded_linear_class(mu, cov, x, a, r1, r2, v, r0) -> bool:
+    """Membership of N(mu, cov) in G^{r,V,r0}_{A,x} (docs/linear_bounded.md), written out:
+    D_i(sigma) by least squares, as in test_linear_statistics (slack 1e-9 relative)."""
+    n = mu.size
+    sd = np.sqrt(np.diag(cov))
+    eig = np.linalg.eigvalsh(cov / np.outer(sd, sd))
+    dmin = min(
+        float(
+            np.sum(
+                (sd * (e - a.T @ np.linalg.lstsq(sd[:, None] * a.T, sd * e, rcond=None)[0])) ** 2
+            )
+        )
+        / sd[i] ** 2
+        for i, e in enumerate(np.eye(n))
+    )
+    sa = a @ cov @ a.T
+    err = a @ (x - mu)
+    slack = 1.0 + 1e-9
+    return bool(
+        err @ np.linalg.solve(sa, err) <= r1 * slack
+        and eig[-1] / eig[0] <= r2 * dmin * slack
+        and (np.isinf(v) or np.linalg.eigvalsh(sa)[-1] <= v**2 * slack)
+        and np.max(np.abs(x - mu) / sd) <= r0 * slack
+    )
+
+
+def test_linear_bounded_error(record_property):
+    # small random A (k < n <= 6, nobody exposed); members near the proof's least favourable
+    # ones (docs/linear_bounded.md): Phi = I, r2 = 1 / min_i D_i (person i* has the largest
+    # share c removed by the exact statistics), V = the prior sd of the statistics; the member
+    # family is Sigma scaled by t^2 (t <= 1 keeps lambda_max(A Sigma A') <= V^2; without V, t up
+    # to 30, so gamma -> 1) times data directions: d in
+    # the range of Sigma A' (the posterior mean is then x itself: -log D_i + z_i^2 for the exact
+    # statistics), among them the regression of x_{i*} on A x, and random ones; every direction
+    # is scaled to max_i |z_i| = r0 (1 - eta). The class's r1 is the largest u^2, times [1, 1.5].
+    rng = np.random.default_rng(115)
+    eta, b = 1e-6, 240
+    params = _bounded_mean_instances(rng, b)  # (r1 is set from the members), r2, r0, V, s, delta
+    rows: list[tuple] = []  # (instance, c0, vv, d, mean_y, sd_y) per member and person
+    inst: list[dict] = []
+    for i in range(b):
+        n = int(rng.integers(3, 7))
+        k = int(rng.integers(1, min(3, n - 1) + 1))
+        a = rng.normal(size=(k, n))
+        while _exposed(a):
+            a = rng.normal(size=(k, n))
+        sd0 = np.exp(rng.normal(0.0, 0.5, n))
+        cov0 = np.diag(sd0**2)
+        p0 = a @ cov0 @ a.T
+        # D_i / sigma_i^2: the share of x_i's variance the exact statistics leave (Phi = I)
+        dsh = 1.0 - np.diag(cov0 @ a.T @ np.linalg.solve(p0, a @ cov0)) / sd0**2
+        star = int(np.argmin(dsh))
+        r2 = float(1.0 / dsh[star]) * (1.0 + eta)
+        r0 = float(params[2][i])
+        lams = [np.linalg.solve(p0, a[:, star])] + [rng.normal(size=k) for _ in range(3)]
+        dirs = [cov0 @ a.T @ lam for lam in lams] + [rng.normal(size=n) * sd0 for _ in range(2)]
+        zs = [dd / sd0 / np.max(np.abs(dd / sd0)) * r0 * (1.0 - eta) for dd in dirs]
+        u2 = max(float((a @ (z * sd0)) @ np.linalg.solve(p0, a @ (z * sd0))) for z in zs)
+        r1 = u2 * float(rng.uniform(1.0, 1.5)) + 1e-9
+        v0 = math.sqrt(np.linalg.eigvalsh(p0)[-1]) * (1.0 + eta)
+        v = math.inf if np.isinf(params[3][i]) else v0
+        s, delta = float(params[4][i]) * v0 / 2.0, float(params[5][i])  # noise sd against V
+        rr = np.zeros((k, k)) if s == 0 else np.diag((s * rng.uniform(1.0, 1.5, k)) ** 2)
+        scales = [1.0] if s == 0 else list(np.geomspace(0.05, 1.0 if v < math.inf else 30.0, 7))
+        inst.append(dict(a=a, r1=r1, r2=r2, r0=r0, v=v, rr=rr, delta=delta, sd0=sd0))
+        members = []
+        for t in scales:
+            cov = cov0 * t**2
+            for z in zs:
+                d = z * sd0 * t
+                c0, vv, _, _, mean_y, sd_y, _ = _linear_conditioning(a, cov, rr, d)
+                rows.extend((i, *row) for row in zip(c0, vv, d, mean_y, sd_y, strict=True))
+                members.append((t, z))
+        inst[-1]["members"] = members
+    idx, c0, vv, d, mean_y, sd_y = (np.array(col) for col in zip(*rows, strict=True))
+    deltas = np.array([it["delta"] for it in inst])[idx]
+    q = _gauss_quantile(c0, vv, 1.0, d, mean_y, sd_y, deltas)
+    audit = np.full(b, -np.inf)
+    np.maximum.at(audit, idx, q)
+    cert = []
+    for i, it in enumerate(inst):
+        a, rr = it["a"], it["rr"]
+        cls = BoundedErrorLinearClass(
+            it["r1"],
+            it["r2"],
+            max_stat_sd=None if math.isinf(it["v"]) else it["v"],
+            max_person_error=it["r0"],
+        )
+        # every member of the instance, in the class by its own contains and written out
+        for t, z in it["members"]:
+            cov, x = np.diag((it["sd0"] * t) ** 2), z * it["sd0"] * t
+            assert cls.contains(pp.GaussianPrior(np.zeros(x.size), cov), x, A=a), i
+            assert _in_bounded_linear_class(
+                np.zeros(x.size), cov, x, a, it["r1"], it["r2"], it["v"], it["r0"]
+            ), i
+        mech = pp.LinearStatistic(a) if not np.any(rr) else pp.LinearGaussian(a, rr)
+        dd = pp.PersuasivePrivacy(pp.MarginalDSS(), cls, 1.0, it["delta"])
+        assert _basis(mech, dd) == "linear_bounded_error"
+        cert.append(pp.certify(mech, dd).kappa)
+        if i < 30:  # the conditioning written out agrees with the library's exact posterior
+            t, z = it["members"][-1]
+            cov, x = np.diag((it["sd0"] * t) ** 2), z * it["sd0"] * t
+            out = a @ x + (rng.multivariate_normal(np.zeros(a.shape[0]), rr) if np.any(rr) else 0.0)
+            c0_, vv_, _, d_, _, _, gain = _linear_conditioning(a, cov, rr, x)
+            mine = float(np.max(c0_ - (d_ - gain @ out) ** 2 / vv_))
+            lib = pp.relative_loss(
+                pp.MarginalDSS(), pp.GaussianPrior(np.zeros(x.size), cov), mech, x, out
+            )
+            assert math.isclose(mine, lib, rel_tol=1e-7, abs_tol=1e-9), (i, mine, lib)
+    _check_kinds(
+        "linear_bounded_error", audit, cert, params[4], params[5], record_property, (0.9, 0.9, 0.8)
+    )
+
+
 # --- Prop 4, tight composition, Prop 3 ---------------------------------------------------------
 
 
@@ -738,6 +1079,8 @@ def test_every_theorem_is_swept():
         "prop4",
         "tight",
         "prop3",
+        "bounded_error",
+        "linear_bounded_error",
     }
     assert names - swept == {"prop5"}  # Prop 5 only refuses (sender post-processing)
     with pytest.raises(pp.UnsupportedCombinationError):
