@@ -21,7 +21,7 @@ linear bounded error       A x (+ Gaussian noise) x MarginalDSS x BoundedErrorLi
 linear (``LinearStats``)   A x (+ Gaussian noise) x MarginalDSS x LinearGaussianClass
                            (library extension, docs/linear.md; bound)
 noisy mean, Laplace        Chain(ExactMean, LaplaceMechanism) x MarginalDSS x GaussianMeanClass:
-(``noisy_mean_laplace``)   no finite kappa (library extension, docs/release_means.md (c'))
+(``NoisyMeanLaplace``)     no finite kappa (library extension, docs/release_means.md (c'))
 Prop 5 (``Prop5Chain``)    Chain(M, K) that is not a finite kernel: refused, with the reason
 =========================  ===================================================================
 
