@@ -155,6 +155,16 @@ def test_choose_linear_against_brute_force(seed: int) -> None:
 
 
 @pytest.fixture
+def small_frontier(monkeypatch: pytest.MonkeyPatch) -> None:
+    """3-point frontiers: what these tests check is not the frontier, and each point of a
+    mean's (or the bounded-error class's) frontier costs a certificate evaluation (~0.05 s)."""
+    from persuasive.choose import linear, mean
+
+    monkeypatch.setattr(mean, "FRONTIER_POINTS", 3)
+    monkeypatch.setattr(linear, "FRONTIER_POINTS", 3)
+
+
+@pytest.fixture
 def greedy(monkeypatch: pytest.MonkeyPatch) -> None:
     """The search as above EXHAUSTIVE_MAX statistics: greedy."""
     from persuasive.choose import linear
@@ -253,7 +263,7 @@ def test_noise_then_withholding_what_costs_less_than_sigma2() -> None:
 # ------------------------------------------------------------------------------ optimise
 
 
-def test_optimise_dispatches() -> None:
+def test_optimise_dispatches(small_frontier: None) -> None:
     m = pp.optimise(r1=1.0, r2=4.0, target_kappa=3.0)
     assert m.best is not None and m.best.family == "exact" and m.utility == "expected squared error"
     t = pp.optimise(
@@ -375,7 +385,7 @@ def test_cli_frontier_inside_report_is_refused(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "inside the --report folder" in res.stderr
 
 
-def test_cli_mean_report(tmp_path: Path) -> None:
+def test_cli_mean_report(tmp_path: Path, small_frontier: None) -> None:
     res = invoke("choose", "mean", "--r1", "1", "--r2", "4", "--target-kappa", "3", "--report",
                  str(tmp_path / "rep"), "-q")  # fmt: skip
     assert res.exit_code == 0, res.output
@@ -396,7 +406,7 @@ def test_cli_linear_help_is_readable() -> None:
 
 
 @pytest.mark.parametrize(("target", "r0"), [(0.5, 1.0), (1.2, 0.5)])
-def test_bounded_error_class_noise_pays(target: float, r0: float) -> None:
+def test_bounded_error_class_noise_pays(target: float, r0: float, small_frontier: None) -> None:
     """With every person's error at most r0 (docs/linear_bounded.md) noise meets targets the
     exact release misses. The chosen σ is checked by the class certificate itself
     (``linear_bounded_error_kappa`` on A: the class check and the registry's path), minimal
@@ -420,7 +430,7 @@ def test_bounded_error_class_noise_pays(target: float, r0: float) -> None:
     assert b.loss == pytest.approx(2 * b.parameter**2)
 
 
-def test_cli_linear_max_person_error() -> None:
+def test_cli_linear_max_person_error(small_frontier: None) -> None:
     res = invoke(*LINEAR, *STATS, "--target-kappa", "0.5", "--max-stat-sd", "1",
                  "--max-person-error", "1", "--withhold-cost", "1e6", "--json")  # fmt: skip
     assert res.exit_code == 0, res.output
