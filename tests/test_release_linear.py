@@ -271,3 +271,29 @@ def test_cli_target_kappa_with_exposure_is_refused(csv: Path, tmp_path: Path) ->
     assert res.exit_code == 1, res.output
     assert "EXPOSED: row 7" in res.output and "withhold" in res.output
     assert not out.exists()
+
+
+def test_cli_reads_only_the_columns_it_needs(frame: pl.DataFrame, tmp_path: Path) -> None:
+    from persuasive.cli.linear import needed_columns, parse_statistic
+    from persuasive.files.reading import scan
+
+    data = tmp_path / "wide.csv"
+    frame.with_columns(
+        pl.lit("not a number").alias("junk"), (pl.col("y") * 2).alias("z")
+    ).write_csv(data)
+    stats = [parse_statistic("g1:mean:g = 1"), parse_statistic("no3:sum:row_id != 3 AND g > 1")]
+    lazy = scan(data, text=["y"], infer=True)
+    assert needed_columns(lazy, "y", stats).columns == ["y", "g"]
+    assert needed_columns(lazy, "y", [parse_statistic("a:mean:nope = 1")]).width == 5  # all
+    narrow = tmp_path / "narrow.csv"
+    frame.select("y", "g").write_csv(narrow)
+    outs = []
+    for name, path in (("w", data), ("n", narrow)):
+        res = run("release", "linear", path, "--value", "y", "--stat", "g1:mean:g = 1",
+                  "--r1", R1, "--r2", R2, "--out", tmp_path / name)  # fmt: skip
+        assert res.exit_code == 0, res.output
+        outs.append((tmp_path / name / "released.csv").read_text(encoding="utf-8"))
+    assert outs[0] == outs[1]
+    res = run("release", "linear", data, "--value", "y", "--stat", "a:mean:nope = 1",
+              "--r1", R1, "--r2", R2, "--out", tmp_path / "bad")  # fmt: skip
+    assert res.exit_code == 2 and "junk" in res.output, res.output  # the file's columns listed

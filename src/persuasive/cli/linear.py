@@ -78,6 +78,27 @@ def read_statistics(path: str | Path) -> list[Any]:
     return out
 
 
+def needed_columns(lazy: Any, value: str, statistics: list[Any]) -> Any:
+    """The data with only the columns the release reads (the value column, those the WHERE
+    clauses name, and ``row_id`` if the file has one, which the release refuses), collected;
+    every column when a clause does not parse or names a column the file lacks (the release
+    then names it, with the file's columns)."""
+    import polars as pl
+
+    from persuasive.release.statistics import ROW_ID
+
+    names = lazy.collect_schema().names()
+    want = {value, ROW_ID}
+    try:
+        for s in statistics:
+            want.update(pl.sql_expr(s.where).meta.root_names())
+    except Exception:  # the release reports the bad clause, naming its statistic
+        return lazy.collect()
+    if not want - {ROW_ID} <= set(names):
+        return lazy.collect()
+    return lazy.select([n for n in names if n in want]).collect()
+
+
 def _statistics_table(release: Any) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -193,7 +214,7 @@ def linear_cmd(
         ("read", "release", "write", "certify", "report", "verify"), quiet or json_
     ) as step:
         step("read")
-        frame = rd.scan(source, text=[value], infer=True).collect()
+        frame = needed_columns(rd.scan(source, text=[value], infer=True), value, statistics)
         step("release")
         release = release_linear(
             frame,
