@@ -305,7 +305,7 @@ def test_cli_summary_sentence_and_verify(tmp_path: Path) -> None:
     result = _cli(tmp_path, "o", *extra, "--delta", "0.05", "--report")
     assert result.exit_code == 0, result.stderr
     text = " ".join(result.stdout.split())
-    assert "Receivers who are at most 1 prior sds wrong about any one person and whose prior " \
+    assert "Receivers who are at most 1 prior sd wrong about any one person and whose prior " \
         "sd of the mean is at most 1" in text  # fmt: skip
     assert "who is at most 1 prior standard deviation wrong about any one person" in text
     doc = json.loads((tmp_path / "o" / "certificate.json").read_text(encoding="utf-8"))

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
+from persuasive._wording import prior_sds
 from persuasive.cli import _common as c
 from persuasive.cli._common import (
     DataArg,
@@ -74,7 +75,7 @@ def _receivers(r1: float, r2: float, v: float | None, r0: float | None) -> str:
     text = f"Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"
     if r0 is None:
         return text + ("" if v is None else f", prior sd of the mean at most {c.num(v)}")
-    text += f"; Receivers who are at most {c.num(r0)} prior sds wrong about any one person"
+    text += f"; Receivers who are at most {prior_sds(r0, c.num(r0))} wrong about any one person"
     return text + ("" if v is None else f" and whose prior sd of the mean is at most {c.num(v)}")
 
 

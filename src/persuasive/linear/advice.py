@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 
 from persuasive import _domains as dm
+from persuasive._wording import prior_sds
 from persuasive.errors import ValidationError
 
 __all__ = ["calibrate_bounded_noise", "largest_person_error", "linear_noise_advice"]
@@ -231,7 +232,7 @@ def _bounded_advice(
         return None
     head = (
         f"Noise does not lower κ here: under the class that bounds every person's prior error "
-        f"by {r0:g} prior sds the noisy statistics are certified at {noisy:.4g} against the "
+        f"by {prior_sds(r0)} the noisy statistics are certified at {noisy:.4g} against the "
         f"exact statistics' {exact:.4g} (docs/linear_bounded.md)"
     )
     if v is None:
@@ -240,6 +241,6 @@ def _bounded_advice(
             "statistics, and a Receiver with a vague prior learns from noisy statistics as "
             f"from exact ones; {_bounded_offer(r1, r2, s, None, delta, r0)}"
         )
-    return f"{head}, because {r0:g} prior sds is too wide for this noise; " + _bounded_offer(
+    return f"{head}, because {prior_sds(r0)} is too wide for this noise; " + _bounded_offer(
         r1, r2, s, v, delta
     )

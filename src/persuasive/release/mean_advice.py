@@ -39,6 +39,7 @@ import math
 
 from scipy import stats
 
+from persuasive._wording import prior_sds
 from persuasive.certify.bounded_error import (
     bounded_error_kappa,
     person_error_bound,
@@ -90,7 +91,7 @@ def noise_advice(
     True
     >>> print(noise_advice(0.1, 4.0, 0.1, 1.0, 0.05, max_person_error=1.0))
     ... # doctest: +ELLIPSIS
-    Noise does not lower κ here: against Receivers at most 1 prior sds wrong ... or more ...
+    Noise does not lower κ here: against Receivers at most 1 prior sd wrong ... or more ...
     """
     if max_person_error is not None:
         return _bounded_advice(r1, r2, sigma, max_mean_sd, delta, max_person_error)
@@ -203,7 +204,7 @@ def _person_clause(
     r0 = float(_down(largest_person_error(r1, r2, sigma, v, delta)))
     k = bounded_error_kappa(r1, r2, max_person_error=r0, max_mean_sd=v, sigma=sigma, delta=delta)
     k0 = bounded_error_kappa(r1, r2, max_person_error=r0, max_mean_sd=v)
-    flag, who = f"--max-person-error {r0:g}", f"Receivers at most {r0:g} prior sds wrong about "
+    flag, who = f"--max-person-error {r0:g}", f"Receivers at most {prior_sds(r0)} wrong about "
     who += "any one person"
     if max_mean_sd is None:
         flag += f" and --max-mean-sd {v:g}"
@@ -275,7 +276,7 @@ def _bounded_advice(
     if noisy < exact:
         return None
     head = (
-        f"Noise does not lower κ here: against Receivers at most {r0:g} prior sds wrong about "
+        f"Noise does not lower κ here: against Receivers at most {prior_sds(r0)} wrong about "
         f"any one person the noisy mean is certified at {noisy:.4g} against the exact mean's "
         f"{exact:.4g}"
     )

@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 from numpy.typing import ArrayLike, NDArray
 
+from persuasive._wording import prior_sds
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.release import display
 from persuasive.report.kinds.mean import KIND as MEAN_KIND
@@ -87,7 +88,7 @@ def receivers_words(p: MeanParams) -> str:
     """The Receivers of the class in plain words (the summary's line)."""
     out = f"Gaussian, r1 = {p.r1:g}, r2 = {p.r2:g}"
     if p.max_person_error is not None:
-        out += f", at most {p.max_person_error:g} prior sds wrong about any one person"
+        out += f", at most {prior_sds(p.max_person_error)} wrong about any one person"
     if p.max_mean_sd is not None:
         out += f", prior sd of the mean at most {p.max_mean_sd:g}"
     return out
