@@ -85,18 +85,27 @@ def test_bundled_example_matches_section_e() -> None:
     assert audit.kappa <= cert.kappa
 
 
-def _linear_doc(priors: dict[str, Any], kappa: float = 3.0) -> dict[str, Any]:
-    return {
-        "description": "bounded linear",
-        "mechanism": {"type": "linear_statistic", "A": [[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]},
-        "definition": {
-            "kind": "pp",
-            "kappa": kappa,
-            "delta": 0.0,
-            "scores": [{"type": "marginal_dss"}],
-            "priors": {"class": "bounded_error_linear", "r1": 1.0, "r2": 4.0, **priors},
-        },
-    }
+LINEAR = {"type": "linear_statistic", "A": [[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]]}
+NOISY_MEAN = {
+    "type": "chain",
+    "first": {"type": "exact_mean"},
+    "post": {"type": "gaussian", "sigma": 8.0},
+}
+
+
+def _doc(mechanism: dict[str, Any], cls: str, priors: dict[str, Any], **definition: Any) -> Any:
+    """A spec of ``mechanism`` under the bounded class ``cls`` with r = (1, 4) and ``priors``."""
+    d = {"kind": "pp", "kappa": 3.0, "delta": 0.0, "scores": [{"type": "marginal_dss"}]}
+    d["priors"] = {"class": cls, "r1": 1.0, "r2": 4.0, **priors}
+    return {"description": cls, "mechanism": mechanism, "definition": {**d, **definition}}
+
+
+def _linear_doc(priors: dict[str, Any]) -> Any:
+    return _doc(LINEAR, "bounded_error_linear", priors)
+
+
+def _mean_doc(priors: dict[str, Any], kappa: float = 0.5) -> Any:
+    return _doc(NOISY_MEAN, "bounded_error_gaussian", priors, kappa=kappa, delta=0.05)
 
 
 @pytest.mark.parametrize("r0", [0.3, 1.0, 5.0])
@@ -113,24 +122,6 @@ def _write(tmp_path: Path, doc: dict[str, Any]) -> Path:
     f = tmp_path / "spec.toml"
     f.write_text(tomli_w.dumps(doc), encoding="utf-8")
     return f
-
-
-def _mean_doc(priors: dict[str, Any], kappa: float = 0.5) -> dict[str, Any]:
-    return {
-        "description": "bounded mean",
-        "mechanism": {
-            "type": "chain",
-            "first": {"type": "exact_mean"},
-            "post": {"type": "gaussian", "sigma": 8.0},
-        },
-        "definition": {
-            "kind": "pp",
-            "kappa": kappa,
-            "delta": 0.05,
-            "scores": [{"type": "marginal_dss"}],
-            "priors": {"class": "bounded_error_gaussian", "r1": 1.0, "r2": 4.0, **priors},
-        },
-    }
 
 
 def test_cli_certifies_both_classes(tmp_path: Path) -> None:
