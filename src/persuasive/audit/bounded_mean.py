@@ -218,7 +218,9 @@ def noisy_design(
         top = (g4 == gam[-1]) & (w4 == w[-1]) & (z4 >= 0)
         q = np.where(top, -np.log1p(-r4 * g4) + z4 * z4, -np.inf)
     else:
-        q = quadratic_quantile(g4, w4, np.sqrt(r4 * g4) * z4, r4, delta)
+        with np.errstate(divide="ignore", invalid="ignore"):  # b = 1 in floats: no quadratic
+            q = quadratic_quantile(g4, w4, np.sqrt(r4 * g4) * z4, r4, delta)
+        q = np.where(np.isfinite(q), q, -np.inf)  # such points are left out (a lower audit)
     q = np.where(n <= n_max, q, -np.inf)
     j = np.unravel_index(int(np.argmax(q)), q.shape)
     return float(r4[j]), float(g4[j]), float(w4[j]), float(z4[j]), int(n[j]), float(q[j])

@@ -32,6 +32,12 @@ start (the target coordinate's log-variance, the spread of the others, the famil
 and above ``DENSE_WITNESS_MAX_N`` the witness prior is a :class:`StructuredGaussianPrior`, whose
 membership :meth:`GaussianMeanClass.contains` tests in O(n) and whose loss is the closed form
 (equal to :func:`persuasive.relative_loss` on the dense prior: ``tests/test_audit_scale.py``).
+
+**Bounded error on every person.** Against
+:class:`~persuasive.classes.bounded_error.BoundedErrorGaussianClass` the witness must also keep
+every :math:`|z_j| \le r_0`, so :math:`z_i = w/\rho_i` may be out of reach; the search is then
+:func:`persuasive.audit.bounded_mean.bounded_exact_audit` (Lemma 2 on a (ρ², w) grid with the
+best admissible :math:`z_i`, the others' errors within :math:`r_0`).
 """
 
 from __future__ import annotations

@@ -16,6 +16,12 @@ a concrete prior and dataset realising the best (γ, w, ζ) are built, checked t
 the class, N outputs are sampled, the posterior is computed by :func:`persuasive.posterior`
 (affine in T) and the k-th largest loss (Clopper–Pearson rank) is recomputed with
 :func:`persuasive.relative_loss`.
+
+Against the bounded-error class :math:`\mathcal G^{r,V,r_0}_x`
+(:class:`~persuasive.classes.bounded_error.BoundedErrorGaussianClass`) step 1 also searches
+:math:`\rho_i^2 \le c` and keeps :math:`|z_i| \le r_0`, and the witness puts every other
+person within :math:`r_0` too (:func:`persuasive.audit.bounded_mean.noisy_design` and
+:func:`~persuasive.audit.bounded_mean.bounded_witness`); step 2 is the same.
 """
 
 from __future__ import annotations

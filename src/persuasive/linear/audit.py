@@ -20,6 +20,11 @@ closed form; the AR(1), low-rank and Cholesky families are left out (said in the
 witness prior is a :class:`~persuasive.audit.gaussian_families.StructuredGaussianPrior` and its
 loss :meth:`LinearAnalysis.marginal_loss` (``tests/test_audit_scale.py`` checks both against
 the dense prior).
+
+Under :class:`~persuasive.linear.bounded_error.BoundedErrorLinearClass` each candidate x is
+moved towards μ until every :math:`|x_j - \mu_j| \le r_0\sigma_j` (:func:`_shrink`), which
+keeps the linear class's conditions, so witnesses stay members; the search is not designed
+for that class's least favourable priors, so its audit may sit well below the certificate.
 """
 
 from __future__ import annotations
