@@ -81,7 +81,6 @@ class MeanCase:
         """The certified κ of the mean plus N(0, sigma²) (sigma = 0: the exact mean),
         recomputed from the certificates, not from persuasive.choose."""
         if self.r0 is not None:
-            assert self.v is not None
             return bounded_error_kappa(
                 self.r1, self.r2, max_person_error=self.r0, max_mean_sd=self.v, sigma=sigma,
                 delta=self.delta if sigma else 0.0,
@@ -105,6 +104,10 @@ MEAN_CASES = [
     # the bounded-error class certifies the exact mean at 2.079 < Prop 7's 2.386
     MeanCase("exact-r0", 1.0, 4.0, 0.1, 1.0, 0.1, 2.2, "exact", 0),
     # κ <= 1 against Prop 7's class: every noise stays above the chi-square quantile
+    # r0 without V: the exact mean's bound min(r1 + log r2, log r2 + r0^2, ...) is 1.636
+    MeanCase("exact-r0-no-V", 1.0, 4.0, 0.05, None, 0.5, 2.0, "exact", 0),
+    # r0 and V at delta = 0: only the pointwise bound -log(1 - c gamma) + r0^2 certifies noise
+    MeanCase("noise-r0-delta-0", 1.0, 4.0, 0.0, 1.0, 0.5, 1.5, "gaussian", 61),
     MeanCase("withhold", 1.0, 4.0, 0.05, None, None, 1.0, "withhold", 25),
     MeanCase("withhold-V", 1.0, 4.0, 0.05, 1.0, None, 2.0, "withhold", 25),
 ]
@@ -179,9 +182,10 @@ def test_choose_mean_candidates_and_statement(mean_choices: dict[str, Choice]) -
         for x in choice.candidates:
             assert x.reason and "\n" not in x.reason
             assert x.certified == (x.kappa <= case.target)
-        assert not any(
-            x.certified for x in choice.candidates if x.family in ("laplace", "coarsening")
-        )
+        # Laplace is certified only against the bounded-error class, and then dominated
+        unoffered = ("coarsening",) if case.r0 is not None else ("laplace", "coarsening")
+        assert not any(x.certified for x in choice.candidates if x.family in unoffered)
+        assert choice.best is not None and choice.best.family != "laplace"
         text = choice.statement()
         assert "\n" not in text
         if case.family == "withhold":
@@ -222,10 +226,6 @@ def test_choose_mean_delta_zero_only_the_exact_mean() -> None:
         ({"r1": 1.0, "r2": 4.0, "target_kappa": math.nan}, "target_kappa must be a finite"),
         ({"r1": 1.0, "r2": 4.0, "target_kappa": 1.0, "delta": 1.0}, "delta must be in [0, 1)"),
         ({"r1": 1.0, "r2": 4.0, "target_kappa": 1.0, "max_mean_sd": 0.0}, "max_mean_sd must be"),
-        (
-            {"r1": 1.0, "r2": 4.0, "target_kappa": 1.0, "max_person_error": 1.0},
-            "max_person_error needs max_mean_sd",
-        ),
         (
             {"r1": 1.0, "r2": 4.0, "target_kappa": 1.0, "max_mean_sd": 1.0, "max_person_error": -1},
             "max_person_error must be in (0, inf)",
@@ -438,8 +438,8 @@ def test_cli_mean_noise_json_frontier(
         (["mean", "--r1", "1", "--r2", "4"], "Missing option '--target-kappa'"),
         (["mean", "--r1", "1", "--r2", "4", "--target-kappa", "-1"], "--target-kappa must be"),
         (["mean", "--r1", "1", "--r2", "4", "--target-kappa", "1", "--delta", "1"], "--delta"),
-        (["mean", "--r1", "1", "--r2", "4", "--target-kappa", "1", "--max-person-error", "1"],
-         "--max-person-error needs --max-mean-sd"),
+        (["mean", "--r1", "1", "--r2", "4", "--target-kappa", "1", "--max-person-error", "-2"],
+         "--max-person-error must be in (0, inf); got -2"),
         (["mean", "--r1", "1", "--r2", "4", "--target-kappa", "1", "--max-mean-sd", "1",
           "--max-person-error", "0"], "--max-person-error must be in (0, inf); got 0"),
         (["mean", "--r1", "1", "--r2", "4", "--target-kappa", "1", "--plot", "{tmp}/p.jpg"],
@@ -511,3 +511,31 @@ def test_cli_help_is_readable() -> None:
     text = invoke("choose", "mean", "--help").stdout
     for shown in ("--max-person-error R0", "--frontier FILE.csv", "--plot FILE.png"):
         assert shown in text
+
+
+def test_bounded_class_without_v_and_at_delta_0_by_hand() -> None:
+    """Against the bounded-error class the exact mean needs no V, and noise is certified at
+    δ = 0 by the pointwise bound -log(1 - c γ) + r0² (docs/release_means.md, (e)), written out
+    here; Laplace noise is listed at log r2 + r0² and dominated."""
+    r1, r2, r0, v = 1.0, 4.0, 0.5, 1.0
+    c = 1.0 - 1.0 / r2
+    exact = min(r1 + math.log(r2), math.log(r2) + 2 * r0 * r2 * math.sqrt(c * r1),
+                math.log(r2) + r0**2)  # fmt: skip
+    got = choose_mean(r1=r1, r2=r2, target_kappa=2.0, max_person_error=r0)
+    assert got.best.family == "exact" and got.best.kappa == pytest.approx(exact, rel=1e-12)
+    lap = next(x for x in got.candidates if x.family == "laplace")
+    assert lap.kappa == pytest.approx(math.log(r2) + r0**2, rel=1e-12) and lap.certified
+    assert "dominated" in lap.reason and got.best.family == "exact"
+    at0 = choose_mean(r1=r1, r2=r2, target_kappa=1.5, delta=0.0, max_mean_sd=v,
+                      max_person_error=r0)  # fmt: skip
+    sigma = at0.best.parameter
+    assert at0.best.family == "gaussian" and sigma is not None
+
+    def pointwise(s: float) -> float:
+        g = v * v / (v * v + s * s)
+        return -math.log(1.0 - c * g) + r0**2
+
+    assert pointwise(sigma) <= 1.5 + 1e-9 < pointwise(sigma * (1 - 1e-6)) + 1e-9
+    # without r0, delta = 0 certifies no noise at all
+    plain = choose_mean(r1=r1, r2=r2, target_kappa=1.5, delta=0.0, max_mean_sd=v)
+    assert next(x for x in plain.candidates if x.family == "gaussian").kappa == math.inf

@@ -15,7 +15,9 @@ library certifies are:
 * **withhold** — nothing released: κ = 0, error unbounded.
 
 Laplace noise is listed and refused: it has no finite κ against this class at δ < 1/2
-(``docs/release_means.md``, (c′)). Coarsening (rounding the mean) is not certified by this
+(``docs/release_means.md``, (c′)); against the bounded-error class its κ is the pointwise
+bound :math:`\log r_2 + r_0^2` at every scale, never below the exact mean's, so it is listed
+as dominated. Coarsening (rounding the mean) is not certified by this
 library and is listed as such.
 """
 
@@ -27,10 +29,9 @@ import numpy as np
 
 from persuasive import _domains as dm
 from persuasive._rounding import ceil_log_sum
-from persuasive.certify.bounded_error import bounded_error_kappa
+from persuasive.certify.bounded_error import bounded_error_kappa, pointwise_bound
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
-from persuasive.errors import ValidationError
 
 __all__ = ["choose_mean"]
 
@@ -68,8 +69,9 @@ def choose_mean(
         V: the Receiver's prior sd of the mean is at most V (noise can pay only then).
     max_person_error : float, optional
         :math:`r_0`: the Receiver's error about any one person is at most :math:`r_0` prior
-        sds (needs ``max_mean_sd``; :class:`persuasive.classes.bounded_error
-        .BoundedErrorGaussianClass`).
+        sds (:class:`persuasive.classes.bounded_error.BoundedErrorGaussianClass`; noise pays
+        only with ``max_mean_sd`` too, and at δ = 0 only down to the pointwise bound
+        :math:`-\log(1 - c\gamma_{\max}) + r_0^2`).
 
     Returns
     -------
@@ -90,17 +92,10 @@ def choose_mean(
     v = None if max_mean_sd is None else dm.check("max_mean_sd", max_mean_sd)
     r0 = None
     if max_person_error is not None:
-        r0 = dm.check("max_mean_sd", max_person_error, name="max_person_error")
-        if v is None:
-            raise ValidationError(
-                "max_person_error needs max_mean_sd (a bound V on the Receiver's prior sd of "
-                "the mean): against a Receiver whose prior on the mean is vague, noise is "
-                f"negligible; got max_person_error = {r0:g} and max_mean_sd = None"
-            )
+        r0 = dm.check("max_person_error", max_person_error)
 
     def kappa_of(sigma: float) -> float:
-        if r0 is not None:
-            assert v is not None
+        if r0 is not None:  # without V the noise's bound is the exact mean's (gamma_max = 1)
             return bounded_error_kappa(
                 r1, r2, max_person_error=r0, max_mean_sd=v, sigma=sigma, delta=delta
             )
@@ -115,16 +110,26 @@ def choose_mean(
         + ("(Prop 7, Bon et al. 2026)" if r0 is None
            else "(Prop 7 with bounded error on every person, docs/release_means.md, (e))"),
     )  # fmt: skip
-    gauss = _gaussian(kappa_of, target, delta, v)
-    laplace = not_certified(
-        "laplace",
-        "Laplace noise has no finite κ against this class at δ < 1/2 (docs/release_means.md, (c′))",
-        delta,
-    )
+    gauss = _gaussian(kappa_of, target, delta, v, bounded=r0 is not None)
+    if r0 is None:
+        laplace = not_certified(
+            "laplace",
+            "Laplace noise has no finite κ against this class at δ < 1/2 "
+            "(docs/release_means.md, (c′))",
+            delta,
+        )
+    else:  # every output: -log(1 - c) + r0^2 = log r2 + r0^2, whatever the scale
+        k_lap = pointwise_bound(r2, r0, 1.0, None)
+        laplace = Candidate(  # loss left infinite: never chosen over the exact mean
+            "laplace", None, k_lap, 0.0, math.inf, k_lap <= target,
+            f"every Laplace scale b certifies κ = {k_lap:.4g} (the pointwise bound of "
+            "docs/release_means.md, (e)), never below the exact mean's κ, which has no error: "
+            "dominated by the exact mean (its error 2b² > 0), so not offered",
+        )  # fmt: skip
     coarse = not_certified("coarsening", "a rounded mean is not certified by this library")
     candidates = (exact, gauss, laplace, coarse, withholding(math.inf))
     best = best_of(candidates)
-    frontier = [exact, *_curve(kappa_of, target, delta, v)]
+    frontier = [exact, *_curve(kappa_of, target, delta, v, bounded=r0 is not None)]
     receivers = f"Gaussian class r1 = {r1:g}, r2 = {r2:g}"
     if v is not None:
         receivers += f", prior sd of the mean <= {v:g}"
@@ -142,10 +147,14 @@ def choose_mean(
     )  # fmt: skip
 
 
-def _gaussian(kappa_of: object, target: float, delta: float, v: float | None) -> Candidate:
-    """The smallest noise sd meeting the target (bisection on log σ; κ non-increasing in σ)."""
+def _gaussian(
+    kappa_of: object, target: float, delta: float, v: float | None, *, bounded: bool = False
+) -> Candidate:
+    """The smallest noise sd meeting the target (bisection on log σ; κ non-increasing in σ).
+    At δ = 0 only the bounded-error class (``bounded``) certifies noise: its pointwise bound
+    holds for every output."""
     assert callable(kappa_of)
-    if delta <= 0.0:
+    if delta <= 0.0 and not bounded:
         return Candidate(
             "gaussian", None, math.inf, 0.0, math.inf, False,
             "Gaussian noise has no finite κ at δ = 0 (the noise is unbounded)",
@@ -161,7 +170,12 @@ def _gaussian(kappa_of: object, target: float, delta: float, v: float | None) ->
             "fall below the chi-square quantile; docs/release_means.md)",
         )  # fmt: skip
     if kappa_of(math.exp(lo)) <= target:
-        hi = lo
+        sigma = math.exp(lo)
+        return Candidate(
+            "gaussian", sigma, kappa_of(sigma), delta, sigma * sigma, True,
+            f"every noise sd searched meets the target, down to {sigma:.3g} (V·e^-30): "
+            "the less noise the better, so the exact mean is preferred when it is certified",
+        )  # fmt: skip
     else:
         for _ in range(BISECT_STEPS):
             mid = 0.5 * (lo + hi)
@@ -174,10 +188,12 @@ def _gaussian(kappa_of: object, target: float, delta: float, v: float | None) ->
     )  # fmt: skip
 
 
-def _curve(kappa_of: object, target: float, delta: float, v: float | None) -> list[Candidate]:
+def _curve(
+    kappa_of: object, target: float, delta: float, v: float | None, *, bounded: bool = False
+) -> list[Candidate]:
     """κ and error over a geometric grid of σ, for the frontier."""
     assert callable(kappa_of)
-    if delta <= 0.0:
+    if delta <= 0.0 and not bounded:
         return []
     scale = 1.0 if v is None else v
     out = []

@@ -84,17 +84,11 @@ def mean_cmd(
     """
     from persuasive import _domains as dm
     from persuasive.choose import choose_mean
-    from persuasive.errors import ValidationError
 
     o = c.check_all(r1=r1, r2=r2, delta=delta, target_kappa=target_kappa, max_mean_sd=max_mean_sd)
     r0 = None
     if max_person_error is not None:
-        r0 = dm.check("max_mean_sd", max_person_error, name="--max-person-error")
-        if o["max_mean_sd"] is None:
-            raise ValidationError(
-                "--max-person-error needs --max-mean-sd V (a bound on the Receiver's prior sd "
-                f"of the mean); got --max-person-error {r0:g} without --max-mean-sd"
-            )
+        r0 = dm.check("max_person_error", max_person_error, name="--max-person-error")
     planned = plan(out)
     with c.progress(["search"], out.quiet or out.json_) as step:
         step("searching the releases of the mean ...")

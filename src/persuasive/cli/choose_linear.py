@@ -143,7 +143,7 @@ def linear_cmd(
 
     r0 = None
     if max_person_error is not None:
-        r0 = dm.check("max_mean_sd", max_person_error, name="--max-person-error")
+        r0 = dm.check("max_person_error", max_person_error, name="--max-person-error")
     costs = withhold_costs(withhold_cost)
     statistics = [parse_statistic(s) for s in stat or []]
     if stats is not None:
