@@ -137,6 +137,8 @@ def test_exact_mean_audit_refuses_a_dataset_too_small_for_the_class() -> None:
     with pytest.raises(ValidationError, match=r"^x must be one dataset") as e:
         pp.audit(pp.ExactMean(), a_definition(cls), x=[0.0, 0.0, 0.0])
     assert "\n" not in str(e.value)
+    with pytest.raises(ValidationError, match=r"^x must have at most 2000 entries .*got 2001$"):
+        pp.audit(pp.ExactMean(), a_definition(cls), x=np.zeros(2001))
 
 
 # ------------------------------------------------------------------------------- noisy mean

@@ -50,6 +50,10 @@ __all__ = ["MAX_PEOPLE", "bounded_witness", "exact_design", "people_needed"]
 #: (ρ², w, z) whose witness fits, so a very small r0 lowers the audit rather than the memory).
 MAX_PEOPLE: int = 400
 
+#: A dataset given to the exact mean's audit may have at most this many entries (the witness
+#: is a dense n x n prior).
+MAX_GIVEN: int = 2000
+
 #: Grid of the exact mean's design: variance shares ρ² and mean errors w.
 N_RHO, N_W = 60, 121
 
@@ -134,6 +138,12 @@ def _dataset(x: Any, i: int, n_needed: int) -> NDArray[np.float64]:
     if x is None:
         return np.zeros(n_needed)
     xs = np.asarray(x, dtype=np.float64)
+    if xs.ndim == 1 and xs.shape[0] > MAX_GIVEN:
+        raise ValidationError(
+            f"x must have at most {MAX_GIVEN} entries for the bounded-error audit (its witness "
+            f"is a dense prior; the loss does not depend on n, so audit a shorter x); got "
+            f"{xs.shape[0]}"
+        )
     if xs.ndim != 1 or xs.shape[0] < max(n_needed, i + 1):
         raise ValidationError(
             f"x must be one dataset of at least {max(n_needed, i + 1)} entries for a witness in "
@@ -160,7 +170,7 @@ def bounded_exact_audit(mech: Mechanism, definition: Any, x: Any) -> Audit:
     cls: BoundedErrorGaussianClass = definition.priors
     r0 = float(cls.max_person_error)  # type: ignore[arg-type]
     i, score = _target(definition)
-    n_max = MAX_PEOPLE if x is None else int(np.size(x))
+    n_max = MAX_PEOPLE if x is None else min(int(np.size(x)), MAX_GIVEN)
     rho2, w, z, n, value = exact_design(cls.r1, cls.r2, r0, n_max, i)
     if not math.isfinite(value):
         raise ValidationError(
