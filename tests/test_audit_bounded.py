@@ -139,6 +139,19 @@ def test_exact_mean_audit_refuses_a_dataset_too_small_for_the_class() -> None:
     assert "\n" not in str(e.value)
     with pytest.raises(ValidationError, match=r"^x must have at most 2000 entries .*got 2001$"):
         pp.audit(pp.ExactMean(), a_definition(cls), x=np.zeros(2001))
+    # r2 = 1.0004: every member has at least 1 + 1/(r2 - 1) = 2501 people
+    close = BoundedErrorGaussianClass(1.0, 1.0004, max_person_error=0.5)
+    with pytest.raises(ValidationError, match=r"^r2 must leave room .* needs 2502$"):
+        pp.audit(pp.ExactMean(), a_definition(close))
+
+
+def test_r2_close_to_one_needs_more_people() -> None:
+    """r2 = 1.005: a member has at least 201 people (shares <= c = 1/201); still audited."""
+    cls = BoundedErrorGaussianClass(1.0, 1.005, max_mean_sd=1.0, max_person_error=0.5)
+    a = pp.audit(pp.ExactMean(), a_definition(cls))
+    x = np.asarray(a.witness.x)
+    assert x.shape[0] >= 201 and _is_member(cls, a.witness.prior, x)
+    assert a.kappa <= pp.certify(pp.ExactMean(), a_definition(cls)).kappa + TOL
 
 
 # ------------------------------------------------------------------------------- noisy mean

@@ -44,10 +44,23 @@ from persuasive.priors import GaussianPrior
 from persuasive.results import Audit, Witness
 from persuasive.scores import MarginalDSS
 
-__all__ = ["MAX_PEOPLE", "bounded_witness", "exact_design", "people_needed"]
+__all__ = [
+    "MAX_GIVEN",
+    "MAX_PEOPLE",
+    "bounded_exact_audit",
+    "bounded_noisy_witness",
+    "bounded_witness",
+    "exact_design",
+    "exact_loss",
+    "gamma_grid",
+    "noisy_design",
+    "people_cap",
+    "people_needed",
+]
 
 #: Witnesses have at most this many people (a dense prior; the design keeps only
-#: (ρ², w, z) whose witness fits, so a very small r0 lowers the audit rather than the memory).
+#: (ρ², w, z) whose witness fits, so a very small r0 lowers the audit rather than the memory);
+#: more only when r2 is so close to 1 that every member needs more (:func:`people_cap`).
 MAX_PEOPLE: int = 400
 
 #: A dataset given to the exact mean's audit may have at most this many entries (the witness
@@ -75,6 +88,22 @@ def people_needed(
     n = 1.0 + np.maximum(err, share)
     n = np.maximum(n, max(2.0, i + 1.0))
     return np.asarray(np.where(rho2 <= c * (1.0 - MARGIN) * (1 + 1e-15), n, np.inf))
+
+
+def people_cap(r2: float, i: int = 0) -> int:
+    r"""How many people a witness may have: :data:`MAX_PEOPLE`, or four times the fewest that
+    any member needs (:math:`1 + \lceil 1/(r_2 - 1)\rceil`, the others' shares at most c when
+    person i has c) if that is more, up to :data:`MAX_GIVEN`; a class that needs more people
+    than that is refused (r2 very close to 1)."""
+    c = 1.0 - 1.0 / r2
+    fewest = int(people_needed(c * (1.0 - MARGIN), 0.0, 0.0, 1.0, c, i).min())
+    if fewest > MAX_GIVEN:
+        raise ValidationError(
+            f"r2 must leave room for a witness of at most {MAX_GIVEN} people in the bounded-error "
+            f"audit (every member has at least 1 + 1/(r2 - 1) people); got r2 = {r2:g}, which "
+            f"needs {fewest}"
+        )
+    return min(MAX_GIVEN, max(MAX_PEOPLE, 4 * fewest))
 
 
 def bounded_witness(
@@ -170,7 +199,7 @@ def bounded_exact_audit(mech: Mechanism, definition: Any, x: Any) -> Audit:
     cls: BoundedErrorGaussianClass = definition.priors
     r0 = float(cls.max_person_error)  # type: ignore[arg-type]
     i, score = _target(definition)
-    n_max = MAX_PEOPLE if x is None else min(int(np.size(x)), MAX_GIVEN)
+    n_max = people_cap(cls.r2, i) if x is None else min(int(np.size(x)), MAX_GIVEN)
     rho2, w, z, n, value = exact_design(cls.r1, cls.r2, r0, n_max, i)
     if not math.isfinite(value):
         raise ValidationError(
@@ -243,7 +272,8 @@ def bounded_noisy_witness(
     :func:`bounded_witness` at x = 0 with :math:`\bar\Sigma = s^2\gamma/(1-\gamma)`
     (≤ V² since γ ≤ γ_max); the design's line for the audit's notes."""
     r0 = float(cls.max_person_error)  # type: ignore[arg-type]
-    rho2, gam, w, z, n, q = noisy_design(cls.r1, cls.r2, r0, gmax, delta, MAX_PEOPLE, i)
+    cap = people_cap(cls.r2, i)
+    rho2, gam, w, z, n, q = noisy_design(cls.r1, cls.r2, r0, gmax, delta, cap, i)
     prior, x = bounded_witness(rho2, w, z, sigma**2 * gam / (1.0 - gam), i, np.zeros(n))
     line = (
         f"witness Phi = I, rho_i^2 = {rho2:.4g} (c = {1 - 1 / cls.r2:.4g}), gamma = {gam:.4g}, "
