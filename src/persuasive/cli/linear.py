@@ -1,8 +1,12 @@
 """``persuasive release linear``: linear statistics of one column, certified or refused.
 
 Names every individual the statistics expose and the combination that reveals them; nothing is
-written then. Exit status 0 when the guarantee holds, 1 when the release is not private (someone
-is exposed, or κ is above the target), 2 bad input, 3 an internal error.
+written then. With ``--max-person-error R0`` the certificate is against Receivers who are also
+at most R0 prior sds wrong about any one person (``docs/linear_bounded.md``). Noise that does
+not lower κ under the chosen class is said so in a note before the verdict, with the class
+under which it would (also ``advice`` in ``--json``). Exit status 0 when the guarantee holds,
+1 when the release is not private (someone is exposed, or κ is above the target), 2 bad input,
+3 an internal error.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from persuasive._wording import prior_sds
 from persuasive.cli import _common as c
 from persuasive.cli._common import (
     DataArg,
@@ -119,6 +124,14 @@ def _statistics_table(release: Any) -> None:
     c.stdout().print(table)
 
 
+def _receivers(r1: float, r2: float, v: float | None, r0: float | None) -> str:
+    """The Receiver class of the summary in plain words."""
+    text = f"linear Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"
+    if r0 is not None:
+        text += f"; Receivers who are at most {prior_sds(r0, c.num(r0))} wrong about any one person"
+    return text + ("" if v is None else f", prior sd of each statistic at most {c.num(v)}")
+
+
 @app.command("linear")
 def linear_cmd(
     data: DataArg,
@@ -160,6 +173,15 @@ def linear_cmd(
     max_stat_sd: Annotated[
         float | None, opt("--max-stat-sd", "Receivers: prior sd of the statistics at most V.")
     ] = None,
+    max_person_error: Annotated[
+        float | None,
+        opt(
+            "--max-person-error",
+            "Receivers: at most R0 prior sds wrong about any one person (> 0; noise then needs "
+            "--max-stat-sd and lowers κ towards 0; docs/linear_bounded.md).",
+            metavar="R0",
+        ),
+    ] = None,
     seed: SeedOpt = None,
     format_: Annotated[
         str, typer.Option("--format", help="Format of the released statistics: csv or parquet.")
@@ -174,12 +196,14 @@ def linear_cmd(
     """Release linear statistics (means and sums over subsets) of a column, or refuse.
 
     Names every individual the statistics expose and the combination that reveals them.
-    Exit 0 when the guarantee holds, 1 when the release is not private (someone exposed: nothing
-    written; or κ above the target), 2 on bad input, 3 on an internal error.
+    With --max-person-error R0 the certificate is against Receivers also at most R0 prior sds
+    wrong about any one person (docs/linear_bounded.md). Exit 0 when the guarantee holds, 1
+    when the release is not private (someone exposed: nothing written; or κ above the target),
+    2 on bad input, 3 on an internal error.
     """
     from persuasive.errors import ValidationError
     from persuasive.files import reading as rd
-    from persuasive.release.linear import release_linear
+    from persuasive.release.linear import person_error, release_linear
     from persuasive.release.pipeline import table_format_of
 
     source = c.data_file(data, separator, encoding)
@@ -195,10 +219,17 @@ def linear_cmd(
         target_kappa=target_kappa,
         delta=delta,
         max_stat_sd=max_stat_sd,
+        max_person_error=max_person_error,
         seed=seed,
     )
     r1, r2, noise_sd, target_kappa = o["r1"], o["r2"], o["noise_sd"], o["target_kappa"]
     delta, max_stat_sd, seed = o["delta"], o["max_stat_sd"], o["seed"]
+    r0 = person_error(
+        o["max_person_error"],
+        noise_sd is not None,
+        max_stat_sd,
+        names=("--max-person-error", "--noise-sd", "--max-stat-sd"),
+    )
     if noise_sd is not None and (target_kappa is not None or withhold):
         raise ValidationError(
             "--noise-sd fixes the noise; leave it out with --target-kappa or --withhold"
@@ -228,6 +259,7 @@ def linear_cmd(
             delta=delta,
             max_stat_sd=max_stat_sd,
             rng=seed,
+            max_person_error=r0,
         )
         if release.refused:
             c.stop_progress()
@@ -260,9 +292,12 @@ def linear_cmd(
         if not json_:
             _statistics_table(release)
         notes = [f"calibrated: {release.calibrated}"] if release.calibrated else []
+        advice = release.noise_advice
+        if advice is not None:  # noise that does not pay under this class is said so
+            notes.append(advice)
         rows = [
             ("input", c.shown(data)),
-            ("Receivers", f"linear Gaussian class r1 = {c.num(r1)}, r2 = {c.num(r2)}"),
+            ("Receivers", _receivers(r1, r2, max_stat_sd, r0)),
             (
                 "noise",
                 "none (exact)"
@@ -280,6 +315,8 @@ def linear_cmd(
                 "withheld": [s.name for s in release.withheld],
                 "refused": False,
                 "noise_sd": release.noise_sd,
+                "max_person_error": r0,
+                "advice": advice,
             },
         )
     raise typer.Exit(status)

@@ -15,6 +15,13 @@ mean without one person: a differencing attack). Such an individual is **exposed
 Gaussian noise of sd s on every statistic (calibrated to a target κ, at a failure probability
 δ > 0), or withholding statistics (greedily) until nobody is exposed.
 
+With ``max_person_error`` (r0) the class is
+:class:`persuasive.linear.bounded_error.BoundedErrorLinearClass`: the Receiver is also at most
+r0 prior sds wrong about any one person (this library's extension of Prop 7,
+``docs/linear_bounded.md``). Only the certificate changes (the published values are the same):
+the exact statistics are certified at most at :math:`r_1 + \log r_2`, and with the bound V on
+the prior sd of the statistics κ falls to 0 as the noise grows.
+
 The ``spec`` of a release states the statistics' *definitions* (the where-clauses), the value
 column and the Receiver class, never the data. A itself (who is in which subset) follows from
 the WHERE clauses and the covariates they name: the certificate states it in ``claim.design``
@@ -25,7 +32,6 @@ the published values are the dense product A x.
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -61,6 +67,7 @@ class Options:
     withhold: bool
     delta: float | None  # None: the default (0 exact, 0.05 with noise)
     max_stat_sd: float | None
+    max_person_error: float | None = None
 
     @classmethod
     def check(
@@ -72,6 +79,7 @@ class Options:
         withhold: bool,
         delta: Any,
         max_stat_sd: Any,
+        max_person_error: Any = None,
     ) -> Options:
         """Each option checked against its domain (one line naming it when it is bad), in
         the order of :func:`release_linear`'s parameters."""
@@ -86,21 +94,40 @@ class Options:
                 "noise_sd is fixed noise; target_kappa (calibrated noise) and withhold are the "
                 "alternatives to it: give one of them"
             )
-        return cls(
-            r1,
-            r2,
-            noise_sd,
-            target_kappa,
-            bool(withhold),
-            delta,
-            maybe("max_stat_sd", max_stat_sd),
-        )
+        v = maybe("max_stat_sd", max_stat_sd)
+        r0 = person_error(max_person_error, noise_sd is not None, v)
+        return cls(r1, r2, noise_sd, target_kappa, bool(withhold), delta, v, r0)
 
     def receivers(self) -> Any:
-        """The Receiver class :class:`persuasive.linear.LinearGaussianClass`."""
-        from persuasive.linear import LinearGaussianClass
+        """The Receiver class: :class:`persuasive.linear.LinearGaussianClass`, or with r0
+        :class:`persuasive.linear.bounded_error.BoundedErrorLinearClass`."""
+        from persuasive.report.kinds.linear_params import receivers_of
 
-        return LinearGaussianClass(self.r1, self.r2, max_stat_sd=self.max_stat_sd)
+        return receivers_of(self.r1, self.r2, self.max_stat_sd, self.max_person_error)
+
+
+def person_error(
+    r0: Any,
+    noisy: bool,
+    max_stat_sd: float | None,
+    *,
+    names: tuple[str, str, str] = ("max_person_error", "noise_sd", "max_stat_sd"),
+) -> float | None:
+    """``max_person_error`` checked: None, or r0 > 0; fixed noise with r0 needs ``max_stat_sd``
+    (without V noise cannot certify below the exact statistics under the bounded-error class,
+    ``docs/linear_bounded.md``; refused as for a mean). ``names``: how the message names r0,
+    the noise and V (the command line passes its options)."""
+    if r0 is None:
+        return None
+    r0 = dm.check("max_person_error", r0, name=names[0])
+    if noisy and max_stat_sd is None:
+        given = f"{names[0]} {r0:g}" if names[0].startswith("--") else f"{names[0]} = {r0:g}"
+        raise ValidationError(
+            f"{given} with {names[1]} needs {names[2]} (a bound V on the Receiver's prior sd of "
+            f"the statistics): without it noise cannot certify below the exact statistics; got "
+            f"no {names[2]}"
+        )
+    return float(r0)
 
 
 @dataclass(frozen=True)
@@ -154,7 +181,7 @@ def _repair(
             else "nothing had to be withheld"
         )
         return sorted(int(j) for j in w.kept), None, how
-    if o.target_kappa is None or o.r1 + math.log(o.r2) <= o.target_kappa:
+    if o.target_kappa is None or o.receivers().kappa <= o.target_kappa:
         return keep, o.noise_sd, ""
     if exposed:
         return (
@@ -163,18 +190,41 @@ def _repair(
             "no noise is certified: the class is empty when the statistics expose someone "
             "(docs/linear_release.md); withhold statistics instead",
         )
-    from persuasive.linear import calibrate_noise
-
     d = 0.05 if o.delta is None else o.delta
-    cal = calibrate_noise(
-        design.a, o.target_kappa, cls=o.receivers(), delta=d, patterns=design.patterns
-    )
-    sd = float(cal.sd)
+    sd = _calibrated(design, o, d)
     return (
         keep,
         sd,
         f"the smallest noise sd on every statistic with κ ≤ {o.target_kappa:g} is {sd:.6g}",
     )
+
+
+def _calibrated(design: Design, o: Options, delta: float) -> float:
+    """The smallest noise sd on every statistic meeting ``o.target_kappa`` under the class
+    (the exact statistics do not): :func:`persuasive.linear.calibrate_noise` for the linear
+    class, :func:`persuasive.linear.advice.calibrate_bounded_noise` with r0 (nobody is
+    exposed here, so κ depends on the noise sd alone)."""
+    assert o.target_kappa is not None
+    if o.max_person_error is None:
+        from persuasive.linear import calibrate_noise
+
+        cls = o.receivers()
+        return float(
+            calibrate_noise(
+                design.a, o.target_kappa, cls=cls, delta=delta, patterns=design.patterns
+            ).sd
+        )
+    from persuasive.linear.advice import calibrate_bounded_noise
+
+    if o.max_stat_sd is None:
+        raise ValidationError(
+            f"target_kappa = {o.target_kappa:g} is below the exact statistics' κ = "
+            f"{o.receivers().kappa:.6g} under the class with max_person_error = "
+            f"{o.max_person_error:g}, and noise cannot lower it without max_stat_sd (a bound "
+            "V on the Receiver's prior sd of the statistics); got max_stat_sd = None"
+        )
+    t, r0, v = o.target_kappa, o.max_person_error, o.max_stat_sd
+    return calibrate_bounded_noise(t, o.r1, o.r2, max_person_error=r0, max_stat_sd=v, delta=delta)
 
 
 def _published(
@@ -206,6 +256,7 @@ def release_linear(
     delta: float | None = None,
     max_stat_sd: float | None = None,
     rng: Any = None,
+    max_person_error: float | None = None,
 ) -> LinearRelease:
     r"""Release linear statistics of ``value``, certified against Gaussian Receivers.
 
@@ -239,6 +290,14 @@ def release_linear(
         certificates).
     rng : None, int or numpy.random.Generator
         Randomness of the noise.
+    max_person_error : float, optional
+        r0 > 0: certify against Receivers who are also at most r0 prior sds wrong about any
+        one person (:class:`persuasive.linear.bounded_error.BoundedErrorLinearClass`,
+        ``docs/linear_bounded.md``); the published values are unchanged. Fixed noise then needs
+        ``max_stat_sd`` (without it noise cannot certify below the exact statistics), and δ = 0
+        is allowed with noise (the pointwise bound :math:`-\log(1 - c\gamma) + r_0^2`).
+        ``target_kappa`` calibrates the noise under this class
+        (:func:`persuasive.linear.advice.calibrate_bounded_noise`).
 
     Returns
     -------
@@ -258,19 +317,25 @@ def release_linear(
     >>> bad = release_linear(df, value="y", statistics=diff, r1=1.0, r2=4.0)
     >>> bad.certificate is None, bad.exposed[0].describe()
     (True, 'row 3 = 4·all − no3')
+    >>> noisy = release_linear(df, value="y", statistics=stats, r1=1.0, r2=4.0, noise_sd=8.0,
+    ...                        max_stat_sd=1.0, max_person_error=1.0, delta=0.05, rng=0)
+    >>> round(noisy.certificate.kappa, 3)   # below the exact statistics' 2.386: noise pays
+    0.465
     """
     if not isinstance(frame, (pl.DataFrame, pl.LazyFrame)):
         from persuasive.files.reading import scan
 
         frame = scan(frame, text=[value], infer=True)
     stats, a, x = build_rows(frame, statistics, value)
-    o = Options.check(r1, r2, noise_sd, target_kappa, withhold, delta, max_stat_sd)
+    o = Options.check(
+        r1, r2, noise_sd, target_kappa, withhold, delta, max_stat_sd, max_person_error
+    )
     names = [s.name for s in stats]
     design = Design.of(a)
     exposed = design.exposures(names)
     keep, sd, calibrated = _repair(design, names, exposed, o)
     d = dm.check("delta", (0.0 if sd is None else 0.05) if o.delta is None else o.delta)
-    if sd is not None and d <= 0.0:
+    if sd is not None and d <= 0.0 and o.max_person_error is None:
         raise ValidationError(
             "delta must be > 0 with noise (e.g. delta = 0.05): unbounded noise gives no finite "
             "κ at delta = 0"
@@ -294,6 +359,7 @@ def release_linear(
             max_stat_sd=o.max_stat_sd,
             delta=float(d),
             target_kappa=o.target_kappa,
+            max_person_error=o.max_person_error,
         )
         params = params.knowing(kept_design.patterns, still)
         cert = LINEAR_KIND.certify(params).certificate
@@ -318,6 +384,7 @@ def release_linear(
             delta=float(d),
             noise_sd=sd,
             max_stat_sd=o.max_stat_sd,
+            max_person_error=o.max_person_error,
             certificate=cert,
             exposed=exposed,
             params_=params,

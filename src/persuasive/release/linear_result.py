@@ -46,6 +46,8 @@ class LinearRelease(display.ReleaseResult):
         ``(row_id, combination)`` of each exposed individual of the statistics asked for.
     params : LinearParams or None
         The certificate's claim (None when refused).
+    max_person_error : float or None
+        r0 of the bounded-error class the certificate is against (None: the linear class).
     """
 
     kind: ClassVar[str] = "linear"
@@ -66,6 +68,32 @@ class LinearRelease(display.ReleaseResult):
     target_kappa: float | None = None
     calibrated: str = ""
     matrix: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)), repr=False)
+    max_person_error: float | None = None
+
+    def receivers(self) -> Any:
+        """The Receiver class of the release (:meth:`LinearParams.receivers`)."""
+        from persuasive.report.kinds.linear_params import receivers_of
+
+        return receivers_of(self.r1, self.r2, self.max_stat_sd, self.max_person_error)
+
+    @property
+    def noise_advice(self) -> str | None:
+        """With noise certifying no smaller κ than the exact statistics under the stated class:
+        one sentence saying why and under which class it would
+        (:func:`persuasive.linear.advice.linear_noise_advice`); None without noise, or when the
+        noise does lower κ."""
+        if self.noise_sd is None:
+            return None
+        from persuasive.linear.advice import linear_noise_advice
+
+        return linear_noise_advice(
+            self.r1,
+            self.r2,
+            self.noise_sd,
+            max_stat_sd=self.max_stat_sd,
+            delta=self.delta,
+            max_person_error=self.max_person_error,
+        )
 
     @property
     def params(self) -> LinearParams:
@@ -100,6 +128,7 @@ class LinearRelease(display.ReleaseResult):
             "kappa": math.inf if self.certificate is None else self.certificate.kappa,
             "delta": self.delta,
             "noise_sd": self.noise_sd,
+            "max_person_error": self.max_person_error,
         }
 
     def statement(self) -> str:
@@ -116,6 +145,12 @@ class LinearRelease(display.ReleaseResult):
             facts.append(("exposed individuals", str(len(self.exposed))))
         if self.noise_sd is not None:
             facts.append(("Gaussian noise sd", f"{self.noise_sd:.4g}"))
+        if self.max_person_error is not None:
+            from persuasive._wording import prior_sds
+
+            facts.append(
+                ("Receivers", f"at most {prior_sds(self.max_person_error)} wrong about anyone")
+            )
         return "Linear statistics release", facts, self.values, ()
 
     def calibration_curve(self, xs: Any = None) -> tuple[Any, Any, str]:
@@ -156,24 +191,40 @@ def statement_of(rel: LinearRelease) -> str:
     return linear_sentence(rel.params, cert.kappa, cert.delta, cert.basis)
 
 
-def _curve(rel: LinearRelease, xs: Any) -> tuple[Any, Any, str]:
-    from persuasive.linear import LinearGaussianClass
+#: The δ of the curve's noisy points when the release's δ is 0 and it has no noise (then
+#: noise is certified at δ = 0 only under the bounded-error class, by its pointwise bound).
+CURVE_DELTA = 0.05
 
-    cls = LinearGaussianClass(rel.r1, rel.r2, max_stat_sd=rel.max_stat_sd)
-    delta = rel.delta if rel.delta > 0 else 0.05
+
+def _curve(rel: LinearRelease, xs: Any) -> tuple[Any, Any, str]:
+    """κ under the release's class against the noise sd on every statistic: around the
+    release's sd, or, for the exact statistics under the bounded-error class with V, from
+    V/100 to 100 V (κ falls to 0 there)."""
+    cls = rel.receivers()
+    bounded = rel.max_person_error is not None
+    keep_delta = rel.delta > 0 or (bounded and rel.noise_sd is not None)
+    delta = rel.delta if keep_delta else CURVE_DELTA
     if xs is None:
-        s = rel.noise_sd or 1.0
-        xs = np.geomspace(s / 100.0, s * 10.0, 31)
+        if bounded and rel.noise_sd is None and rel.max_stat_sd is not None:
+            xs = np.geomspace(rel.max_stat_sd / 100.0, rel.max_stat_sd * 100.0, 31)
+        else:
+            s = rel.noise_sd or 1.0
+            xs = np.geomspace(s / 100.0, s * 10.0, 31)
     grid = np.asarray(xs, dtype=float)
     if grid.size and (rel.params_ is None or rel.params_.exposures):
         # A checked (nobody exposed) once; κ then depends on s only. A released A exposes
         # nobody (known from its patterns); a refused one raises here.
         cls.class_kappa(rel.matrix)
-    from persuasive.linear.calibrate import ClassCurve  # = cls.noise_kappa, bit for bit
+    k = rel.matrix.shape[0]
+    label = f"Gaussian noise sd on every statistic (δ = {delta:g}"
+    if bounded:  # a closed form per sd (docs/linear_bounded.md)
+        from persuasive._wording import prior_sds
 
-    kap = ClassCurve(cls, delta).many([float(g) ** 2 for g in grid], rel.matrix.shape[0])
-    return (
-        grid,
-        np.asarray(kap, dtype=float),
-        f"Gaussian noise sd on every statistic (δ = {delta:g})",
-    )
+        assert rel.max_person_error is not None
+        kap = [cls.noise_kappa(float(g) ** 2, k, delta) for g in grid]
+        label += f"; Receivers at most {prior_sds(rel.max_person_error)} wrong about anyone"
+    else:
+        from persuasive.linear.calibrate import ClassCurve  # = cls.noise_kappa, bit for bit
+
+        kap = list(ClassCurve(cls, delta).many([float(g) ** 2 for g in grid], k))
+    return grid, np.asarray(kap, dtype=float), label + ")"

@@ -9,6 +9,8 @@ Claim::
                              "scores": [{"type": "marginal_dss"}],
                              "priors": {"class": "linear_gaussian", "r1", "r2",
                                         ["max_stat_sd"]}}},
+                                        # or {"class": "bounded_error_linear", ...,
+                                        #     "max_person_error": r0}
      "design": {"n": n, "encoding": "...", "statistics": [{"name", "rows", "members"}, ...]},
      "target_kappa": K or null}
 
@@ -28,9 +30,13 @@ Recomputed: A from the design — by its column patterns (records covered by the
 statistics share a column of A), never as a dense k × n matrix — who it exposes (an exposed
 individual means no finite κ, and the release refuses), and the guarantee by
 :func:`persuasive.certify` of ``LinearGaussian.from_patterns(A's patterns, s²)`` under the
-class. The bitmaps are inputs: each must decode to n bits (one whole zlib stream, nothing
-after it) and is stated back as written, so the zlib level is not part of the claim
-(writers use :data:`ZLIB_LEVEL`; certificates written at level 9 verify unchanged).
+class — :class:`~persuasive.linear.LinearGaussianClass`, or with ``max_person_error`` (r0)
+:class:`~persuasive.linear.bounded_error.BoundedErrorLinearClass` (``docs/linear_bounded.md``),
+rebuilt from the claim so a changed or removed r0 is recomputed; old claims (without it) read
+as the linear class and verify unchanged. The bitmaps are inputs: each must decode to n bits
+(one whole zlib stream, nothing after it) and is stated back as written, so the zlib level is
+not part of the claim (writers use :data:`ZLIB_LEVEL`; certificates written at level 9 verify
+unchanged).
 
 Publication: ``released.csv`` / ``.parquet`` (name, kind, where, value); a verifier checks
 its statistics are the claim's, in order, with finite values.
@@ -81,6 +87,18 @@ def _these(k: int) -> str:
     return "this linear statistic" if k == 1 else f"these {k} linear statistics"
 
 
+def sds_words(r0: float) -> str:
+    """``r0`` prior standard deviation(s) in words, the noun agreeing with the number shown.
+
+    >>> sds_words(1.0), sds_words(0.5)
+    ('1 prior standard deviation', '0.5 prior standard deviations')
+    """
+    from persuasive.report.words import number
+
+    shown = number(r0)
+    return f"{shown} prior standard deviation{'' if shown == '1' else 's'}"
+
+
 def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> str:
     """The guarantee of linear statistics in plain words: who is covered, κ with its unit, and
     one line saying what the unit means (no symbol, class name or formula); the sentence ends
@@ -98,6 +116,8 @@ def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> 
         if p.max_stat_sd is not None
         else ""
     )
+    if p.max_person_error is not None:
+        v_part += f", who is at most {sds_words(p.max_person_error)} wrong about any one person"
     of = "the statistic" if len(p.statistics) == 1 else "the statistics"
     who = gaussian_receiver(
         p.r1,
@@ -109,6 +129,8 @@ def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> 
         max_sd=v_part,
     )
     prob = "" if delta == 0 else f", except with probability at most {number(delta)}"
+    # proof_words names the linear extension alone; say which of its two theorems it is
+    bounded_proof = ", with bounded error on every person" if "bounded error" in basis else ""
     return (
         f"Publishing {_these(len(p.statistics))} of “{p.value}” {how} protects every individual "
         f"against {who}. Such a Receiver's Dawid–Sebastiani score (a score of a belief's mean "
@@ -117,7 +139,7 @@ def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> 
         + unit_line(
             kappa, what="that person's true value", density=True, believed="such a Receiver"
         )
-        + f". Proof: {proof_words(basis)}."
+        + f". Proof: {proof_words(basis)}{bounded_proof}."
     )
 
 
@@ -168,7 +190,8 @@ class LinearKind:
             for j, text in enumerate(texts)
         )
         priors = "claim.spec.definition.priors"
-        has_v = "max_stat_sd" in need(doc, priors, dict)
+        stated = need(doc, priors, dict)
+        has_v, has_r0 = "max_stat_sd" in stated, "max_person_error" in stated
         return LinearParams(
             value=need(doc, f"{mech}.value", str),
             statistics=triples,
@@ -181,13 +204,21 @@ class LinearKind:
             max_stat_sd=number(doc, f"{priors}.max_stat_sd") if has_v else None,
             delta=number(doc, "claim.spec.definition.delta") or 0.0,
             target_kappa=number(doc, "claim.target_kappa", optional=True),
+            max_person_error=number(doc, f"{priors}.max_person_error") if has_r0 else None,
             encoded=texts,
         )
 
     def claim(self, p: LinearParams) -> dict[str, Any]:
-        priors: dict[str, Any] = {"class": "linear_gaussian", "r1": p.r1, "r2": p.r2}
+        bounded = p.max_person_error is not None
+        priors: dict[str, Any] = {
+            "class": "bounded_error_linear" if bounded else "linear_gaussian",
+            "r1": p.r1,
+            "r2": p.r2,
+        }
         if p.max_stat_sd is not None:
             priors["max_stat_sd"] = p.max_stat_sd
+        if bounded:
+            priors["max_person_error"] = p.max_person_error
         return {
             "spec": {
                 "mechanism": {
@@ -220,7 +251,6 @@ class LinearKind:
 
     def certify(self, p: LinearParams, publication: Publication | None = None) -> Body:
         import persuasive as pp
-        from persuasive.linear import LinearGaussianClass
 
         exposed = p.exposures
         basis = "docs/linear.md (Prop 7 generalised to linear statistics, Bon et al. 2026)"
@@ -239,7 +269,7 @@ class LinearKind:
                 },
                 notes=[],
             )
-        cls = LinearGaussianClass(p.r1, p.r2, max_stat_sd=p.max_stat_sd)
+        cls = p.receivers()
         mech = p.mechanism()
         kappa = math.inf if p.target_kappa is None else p.target_kappa
         cert = pp.certify(mech, pp.PersuasivePrivacy(pp.MarginalDSS(), cls, kappa, p.delta))

@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from persuasive.linear.exposure import LinearExposure
     from persuasive.linear.structured import ColumnPatterns
 
-__all__ = ["ENCODING", "ZLIB_LEVEL", "LinearParams", "decode_members", "encode_members"]
+__all__ = [
+    "ENCODING",
+    "ZLIB_LEVEL",
+    "LinearParams",
+    "decode_members",
+    "encode_members",
+    "receivers_of",
+]
 
 
 #: How a statistic's covered records are written in ``design.statistics[j].members``.
@@ -61,9 +68,27 @@ def decode_members(text: str, n: int, *, where: str = "members") -> NDArray[np.b
     return bits[:n].astype(bool)
 
 
+def receivers_of(
+    r1: float, r2: float, max_stat_sd: float | None, max_person_error: float | None
+) -> Any:
+    """The Receiver class of a linear release: :class:`persuasive.linear.LinearGaussianClass`
+    (``max_person_error`` None), else
+    :class:`persuasive.linear.bounded_error.BoundedErrorLinearClass` with r0 = it."""
+    from persuasive.linear import LinearGaussianClass
+    from persuasive.linear.bounded_error import BoundedErrorLinearClass
+
+    if max_person_error is None:
+        return LinearGaussianClass(r1, r2, max_stat_sd=max_stat_sd)
+    return BoundedErrorLinearClass(
+        r1, r2, max_stat_sd=max_stat_sd, max_person_error=max_person_error
+    )
+
+
 @dataclass(frozen=True)
 class LinearParams:
-    """The parameters of a linear release's claim.
+    """The parameters of a linear release's claim (``max_person_error`` None: the class
+    :class:`~persuasive.linear.LinearGaussianClass`; r0 > 0:
+    :class:`~persuasive.linear.bounded_error.BoundedErrorLinearClass`).
 
     ``encoded`` is the members' text as a certificate states it (read back as is, so the
     zlib level it was written at does not matter); None: :func:`encode_members` of
@@ -82,6 +107,7 @@ class LinearParams:
     max_stat_sd: float | None
     delta: float
     target_kappa: float | None = None
+    max_person_error: float | None = None  # r0: the bounded-error class; None: the linear one
     encoded: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     def coefficients(self) -> NDArray[np.float64]:
@@ -133,6 +159,10 @@ class LinearParams:
         pat = self.patterns
         a = self.matrix() if pat is None else None
         return exposures(a, [s[0] for s in self.statistics], patterns=pat)
+
+    def receivers(self) -> Any:
+        """The Receiver class of the claim (:func:`receivers_of`)."""
+        return receivers_of(self.r1, self.r2, self.max_stat_sd, self.max_person_error)
 
     def mechanism(self) -> Any:
         """``LinearGaussian`` of A (by its patterns when known) and noise sd² on each."""
