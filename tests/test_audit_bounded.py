@@ -182,6 +182,14 @@ def test_noisy_mean_audit_at_delta_zero_is_below_the_pointwise_bound() -> None:
     assert pp.certify(m, d).kappa == pytest.approx(pointwise, rel=1e-9)
     assert cls.contains(a.witness.prior, a.witness.x)
     assert 0.0 < a.kappa <= pointwise
+    # r0 = 0.01: the argmax of the loss in v, z / (rho sqrt(g)) = 0.09, is where v's draws
+    # are, so the sampled maximum reaches the pointwise bound (measured: ratio 1 - 4e-9)
+    small = BoundedErrorGaussianClass(1.0, 4.0, max_mean_sd=1.0, max_person_error=0.01)
+    d = pp.PersuasivePrivacy(pp.MarginalDSS(), small, 10.0, 0.0)
+    a = pp.audit(m, d, rng=0, n_samples=20_000)
+    pointwise = -math.log(1 - 0.75 / 65) + 1e-4
+    assert small.contains(a.witness.prior, a.witness.x)
+    assert 0.999 * pointwise <= a.kappa <= pointwise
 
 
 #: The ratio guard: measured on 40 random classes (r1 in [0.2, 5], r2 - 1 in [0.2, 20], r0 in

@@ -242,7 +242,8 @@ def noisy_design(
     (:func:`persuasive.audit.noisy_mean.quadratic_quantile` at :math:`\zeta = \rho\sqrt\gamma z`)
     on a grid with ρ² ≤ c, γ ≤ γ_max, |w| ≤ √r1, |z| ≤ r0, whose witness has at most ``n_max``
     people. At δ = 0 the supremum over outputs is :math:`-\log(1 - \rho^2\gamma) + z^2`
-    (Lemma 2's third term), largest at γ = γ_max; w = √r1 then moves v towards its argmax."""
+    (Lemma 2's third term), largest at γ = γ_max and z = r0, whatever w; w then puts v's mean
+    nearest its argmax."""
     from persuasive.audit.noisy_mean import quadratic_quantile
 
     c = 1.0 - 1.0 / r2
@@ -254,13 +255,15 @@ def noisy_design(
     r4, g4, w4, z4 = np.meshgrid(rho2, gam, w, z, indexing="ij")
     n = people_needed(r4, w4, z4, r0, c, i)
     if delta <= 0.0:  # the sup of the loss over v is -log b + z^2, at v = z / (rho sqrt(g))
-        top = (g4 == gam[-1]) & (w4 == w[-1]) & (z4 >= 0)
-        q = np.where(top, -np.log1p(-r4 * g4) + z4 * z4, -np.inf)
+        sup = -np.log1p(-r4 * g4) + z4 * z4
+        # ties broken towards v's mean w sqrt(g) nearest that argmax (the sampled maximum)
+        far = np.abs(w4 * np.sqrt(g4) - z4 / np.sqrt(r4 * g4))
+        q = np.where((g4 == gam[-1]) & (z4 >= 0), sup - 1e-9 * far / (1.0 + far), -np.inf)
     else:
         with np.errstate(divide="ignore", invalid="ignore"):  # b = 1 in floats: no quadratic
             q = quadratic_quantile(g4, w4, np.sqrt(r4 * g4) * z4, r4, delta)
         q = np.where(np.isfinite(q), q, -np.inf)  # such points are left out (a lower audit)
-    q = np.where(n <= n_max, q, -np.inf)
+    q = np.where(n <= n_max, q, -np.inf)  # w = rho z (on the grid at 0) always fits
     j = np.unravel_index(int(np.argmax(q)), q.shape)
     return float(r4[j]), float(g4[j]), float(w4[j]), float(z4[j]), int(n[j]), float(q[j])
 
