@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from persuasive import _domains as dm
+from persuasive._wording import prior_sds
 from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
 from persuasive.choose.linear_kappa import BoundedKappa, ClassKappa
 from persuasive.choose.linear_subsets import EXHAUSTIVE_MAX, add_back, best_safe_subset
@@ -285,7 +286,7 @@ def choose_linear(
         ("Receivers", f"linear Gaussian class r1 = {r1:g}, r2 = {r2:g}"
          + ("" if v is None else f", prior sd of every statistic <= {v:g}")
          + ("" if max_person_error is None
-            else f", error about any one person <= {max_person_error:g} prior sds")),
+            else f", error about any one person <= {prior_sds(max_person_error)}")),
         ("statistics", f"{k} ({', '.join(labels[:6])}{' ...' if k > 6 else ''}) of n = {n}"),
         ("target", f"κ <= {target:g} at δ <= {delta:g}"),
         ("loss", f"{UTILITY}; a withheld statistic costs {cost_words}"),

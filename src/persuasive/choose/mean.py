@@ -29,6 +29,7 @@ import numpy as np
 
 from persuasive import _domains as dm
 from persuasive._rounding import ceil_log_sum
+from persuasive._wording import prior_sds
 from persuasive.certify.bounded_error import bounded_error_kappa, pointwise_bound
 from persuasive.certify.noisy_mean import gaussian_noise_kappa
 from persuasive.choose.frontier import Candidate, Choice, best_of, not_certified, withholding
@@ -134,7 +135,7 @@ def choose_mean(
     if v is not None:
         receivers += f", prior sd of the mean <= {v:g}"
     if r0 is not None:
-        receivers += f", error about any one person <= {r0:g} prior sds"
+        receivers += f", error about any one person <= {prior_sds(r0)}"
     setting = (
         ("Receivers", receivers),
         ("target", f"κ <= {target:g} at δ <= {delta:g}"),

@@ -67,8 +67,8 @@ def mean_cmd(
         float | None,
         opt(
             "--max-person-error",
-            "Receivers: prior error about any one person at most R0 prior sds (> 0; needs "
-            "--max-mean-sd).",
+            "Receivers: prior error about any one person at most R0 prior sds (> 0; noise "
+            "pays only with --max-mean-sd too).",
             metavar="R0",
         ),
     ] = None,
