@@ -9,6 +9,8 @@ mechanism                               prior class                             
 ExactMean                               GaussianMeanClass (Prop 7)              optimisation
 Chain(ExactMean, GaussianMechanism)     GaussianMeanClass (noisy mean)          monte-carlo
 Chain(ExactMean, LaplaceMechanism)      GaussianMeanClass (no finite κ)         monte-carlo
+ExactMean, Chain(ExactMean, Gaussian /  BoundedErrorGaussianClass (docs/         optimisation /
+LaplaceMechanism)                       release_means.md (e))                   monte-carlo
 CellSuppression                         SmallCellClass (Prop 8)                 optimisation
 FiniteKernel, RandomizedResponse,       NeighbourPriors (Prop 6) / FiniteClass  enumeration
 Joint / Chain of finite kernels,

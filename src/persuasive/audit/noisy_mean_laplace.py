@@ -23,15 +23,18 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from persuasive.audit.core import finish, required_rank
 from persuasive.audit.noisy_mean import witness_prior
 from persuasive.audit.stream import kth_output
 from persuasive.certify.noisy_mean_laplace import is_laplace_mean, witness_bound
 from persuasive.classes import GaussianMeanClass
+from persuasive.classes.bounded_error import BoundedErrorGaussianClass
 from persuasive.errors import UnsupportedCombinationError, ValidationError
 from persuasive.loss import relative_loss
 from persuasive.mechanisms import Mechanism
+from persuasive.priors import GaussianPrior
 from persuasive.priors.laplace_posterior import laplace_moments
 from persuasive.results import Audit, Witness
 from persuasive.scores import MarginalDSS
@@ -97,11 +100,20 @@ def laplace_mean_audit(
     b = float(mech.post.scale)  # type: ignore[attr-defined]
     delta = float(definition.delta)
     k = required_rank(n_samples, delta, confidence)
-    lam, rho_z = design(b, cls.max_mean_sd, delta)
-    gam = 1.0 / (1.0 + lam**2)  # witness_prior's Sigma_bar = b^2 gam / (1 - gam) = (b / lam)^2
     i = next((s.i for s in definition.scores if s.i is not None), 0)
-    n = max(2, i + 1, math.ceil(cls.r2 / (cls.r2 - 1.0) + 1e-9))
-    prior, x = witness_prior(cls.r1, cls.r2, b, gam, 0.0, math.sqrt(gam) * rho_z, i, n)
+    if isinstance(cls, BoundedErrorGaussianClass):
+        prior, x, line = _bounded_witness(cls, b, i)
+        n = x.shape[0]
+    else:
+        lam, rho_z = design(b, cls.max_mean_sd, delta)
+        gam = 1.0 / (1.0 + lam**2)  # witness_prior's Sigma_bar = b^2 gam/(1 - gam) = (b/lam)^2
+        n = max(2, i + 1, math.ceil(cls.r2 / (cls.r2 - 1.0) + 1e-9))
+        prior, x = witness_prior(cls.r1, cls.r2, b, gam, 0.0, math.sqrt(gam) * rho_z, i, n)
+        line = (
+            f"witness Phi = I, rho_i^2 = 1 - 1/r2, w = 0, lambda = b / sqrt(Sigma_bar) = "
+            f"{lam:.4g}, z_i = {{z:.4g}} (the theorem's witness, docs/release_means.md); loss "
+            "recomputed with relative_loss on the exact Laplace posterior"
+        )
     if not cls.contains(prior, x):  # pragma: no cover - the margins keep it inside
         raise ValidationError("the audit could not place a witness inside the class")
     mu, cov = prior.mean(), prior.cov()
@@ -121,9 +133,7 @@ def laplace_mean_audit(
     score = MarginalDSS(i)
     kappa = relative_loss(score, prior, mech, x, tj)
     notes = (
-        f"witness Phi = I, rho_i^2 = 1 - 1/r2, w = 0, lambda = b / sqrt(Sigma_bar) = {lam:.4g}, "
-        f"z_i = {z:.4g} (the theorem's witness, docs/release_means.md); loss recomputed with "
-        "relative_loss on the exact Laplace posterior",
+        line.replace("{z:.4g}", f"{z:.4g}"),
         f"one-sided Clopper-Pearson bound at confidence {confidence:g}; {n_samples} samples",
     )
     return finish(
@@ -135,3 +145,29 @@ def laplace_mean_audit(
         evaluations=n_samples,
         notes=notes,
     )
+
+
+def _bounded_witness(
+    cls: BoundedErrorGaussianClass, b: float, i: int
+) -> tuple[GaussianPrior, NDArray[np.float64], str]:
+    r"""A member of the bounded-error class (``docs/release_means.md``, (e)) near its Laplace
+    bound :math:`\log r_2 + r_0^2`: Φ = I, person i's share :math:`\rho^2` just below
+    :math:`c = 1 - 1/r_2` at error :math:`z_i = r_0`, the mean error
+    :math:`w = \min(r_0/\rho, \sqrt{r_1})` (the posterior mean then lands near x_i), and
+    :math:`\bar\Sigma` as large as the class allows (V², or (1000 b)² without V) so that the
+    noise is small against the prior (:func:`persuasive.audit.bounded_mean.bounded_witness`)."""
+    from persuasive.audit.bounded_mean import bounded_witness, people_cap
+
+    r0 = float(cls.max_person_error)  # type: ignore[arg-type]
+    rho2 = (1.0 - 1.0 / cls.r2) * (1.0 - 1e-6)
+    w = min(r0 / math.sqrt(rho2), math.sqrt(cls.r1) * (1.0 - 1e-9))
+    v = cls.max_mean_sd
+    sbar = (1000.0 * b) ** 2 if v is None else v * v * (1.0 - 1e-9)
+    n = people_cap(cls.r2, i)
+    prior, x = bounded_witness(rho2, w, r0 * (1.0 - 1e-9), sbar, i, np.zeros(n))
+    line = (
+        f"witness Phi = I, rho_i^2 = {rho2:.6g} (just below c), w = {w:.4g}, z_i = {{z:.4g}}, "
+        f"n = {n}, Sigma_bar = {sbar:.4g}, every |z_j| <= r0 = {r0:g} (docs/release_means.md, "
+        "(e)); loss recomputed with relative_loss on the exact Laplace posterior"
+    )
+    return prior, x, line
