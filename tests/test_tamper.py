@@ -1,9 +1,10 @@
 """Tampering with any field of any kind's certificate is caught by ``verify`` (issue 10).
 
-For each kind (table, mean, group means, linear exact, linear noisy, margins) a genuine release
-is written with the real command line; then every field of its ``certificate.json`` is edited
-(every leaf changed, a key added to every object, every key removed, every list lengthened and
-shortened) and :func:`persuasive.report.verify.verify_certificate` is run with the publication:
+For each kind (table, mean, group means, linear exact, linear noisy, linear noisy against the
+bounded-error class, margins) a genuine release is written with the real command line; then
+every field of its ``certificate.json`` is edited (every leaf changed, a key added to every
+object, every key removed, every list lengthened and shortened) and
+:func:`persuasive.report.verify.verify_certificate` is run with the publication:
 
 * a plain edit (the digest left as written) is never verified;
 * an edit whose digest is recomputed too — anyone can recompute it — is still caught, and the
@@ -44,6 +45,7 @@ KINDS = (
     "group_means",
     "linear",
     "linear_noisy",
+    "linear_bounded",
     "margins",
     "margins_plan",
     "margins_apriori",
@@ -86,6 +88,13 @@ def _commands(root: Path) -> dict[str, list[str]]:
         "group_means": [*mean.split(), "--group", "g"],
         "linear": [*linear.split(), *g0],
         "linear_noisy": [*linear.split(), *g0, "--noise-sd", "0.5"],
+        "linear_bounded": [
+            *linear.split(),
+            *g0,
+            *"--noise-sd 2 --max-stat-sd 1".split(),
+            "--max-person-error",
+            "1",
+        ],
         "margins": margins.split(),
         "margins_apriori": [*margins.split(), "--apriori", str(root / "ap.csv")],
         "margins_plan": (
@@ -282,6 +291,10 @@ PARAMETERS["margins_plan"] = (*PARAMETERS["margins"], "claim.plan")
 PARAMETERS["margins_apriori"] = (*PARAMETERS["margins"], "claim.apriori")
 PARAMETERS["group_means"] = PARAMETERS["mean"]
 PARAMETERS["linear_noisy"] = PARAMETERS["linear"]
+PARAMETERS["linear_bounded"] = (
+    *PARAMETERS["linear"],
+    "claim.spec.definition.priors.max_person_error",
+)
 
 #: Bound by the digest alone (the contract): a forged value with a recomputed digest verifies.
 DIGEST_ONLY = ("library.version", "digest")

@@ -143,6 +143,21 @@ def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> 
     )
 
 
+def _bounded_claim_complete(has_r0: bool, has_v: bool, noisy: bool) -> None:
+    """A claim of the bounded-error class states r0, and V with noise (the release refuses
+    noise under that class without V): a ValidationError naming the missing field."""
+    where = "claim.spec.definition.priors"
+    if not has_r0:
+        raise ValidationError(
+            f"{where}.max_person_error: missing; the class bounded_error_linear states r0"
+        )
+    if noisy and not has_v:
+        raise ValidationError(
+            f"{where}.max_stat_sd: missing; noise under the class bounded_error_linear is "
+            "certified only with V (without it noise cannot certify below the exact statistics)"
+        )
+
+
 class LinearKind:
     """:class:`~persuasive.report.kinds.Kind` of linear statistics."""
 
@@ -192,6 +207,8 @@ class LinearKind:
         priors = "claim.spec.definition.priors"
         stated = need(doc, priors, dict)
         has_v, has_r0 = "max_stat_sd" in stated, "max_person_error" in stated
+        if stated.get("class") == "bounded_error_linear":  # what its release always states
+            _bounded_claim_complete(has_r0, has_v, sd is not None)
         return LinearParams(
             value=need(doc, f"{mech}.value", str),
             statistics=triples,
