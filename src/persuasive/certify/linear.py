@@ -9,7 +9,10 @@ Gaussian noise N(0, R); proved in ``docs/linear.md`` (Thms 3–4).
   :math:`\gamma_{\max} = V^2/(V^2 + \lambda_{\min}(R))`, an upper bound (the machinery of
   :mod:`persuasive.certify.noisy_mean`).
 
-Refused when A exposes an individual (the class is empty; a certificate would be vacuous).
+Refused when A exposes an individual, or when the class is proven empty from A's column
+patterns (:func:`persuasive.linear.emptiness.class_emptiness`, ``docs/linear.md`` §4): a
+certificate would then be vacuous. When neither emptiness nor a member is proven the
+certificate carries a note saying so.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from persuasive.certify.registry import Bound, Theorem, all_of, score_names
 from persuasive.definitions import PersuasivePrivacy
 from persuasive.errors import ValidationError
 from persuasive.linear.classes import LinearGaussianClass, exposed_by
+from persuasive.linear.emptiness import Emptiness, class_emptiness, patterns_of_matrix
 from persuasive.mechanisms import LinearGaussian, LinearStatistic, Mechanism
 from persuasive.scores import MarginalDSS
 
@@ -70,6 +74,31 @@ def _exposure_reason(mechanism: Mechanism) -> str | None:
     return None
 
 
+def emptiness(mechanism: Mechanism, r2: float) -> Emptiness:
+    """:func:`~persuasive.linear.emptiness.class_emptiness` of the mechanism's A: from its
+    column patterns when it is given by them (A never formed), else from the dense A's."""
+    pat = mechanism.patterns if isinstance(mechanism, LinearGaussian) else None
+    if pat is None:
+        pat = patterns_of_matrix(_a_r(mechanism)[0])
+    return class_emptiness(pat, r2)
+
+
+def refusal(mechanism: Mechanism, cls: LinearGaussianClass) -> str | None:
+    """Why no certificate is issued for A under the class (None when one is): A does not
+    fit, someone is exposed, or the class is proven empty."""
+    why = _checked_a(mechanism, cls) or _exposure_reason(mechanism)
+    if why is None:
+        e = emptiness(mechanism, cls.r2)
+        why = e.reason if e.empty else None
+    return why
+
+
+def emptiness_notes(mechanism: Mechanism, r2: float) -> tuple[str, ...]:
+    """The certificate's note when the class was not proven non-empty."""
+    e = emptiness(mechanism, r2)
+    return () if e.verdict == "non-empty" else (e.reason,)
+
+
 class LinearStats(Theorem):
     """κ of T = A x (+ N(0, R)) under (MarginalDSS, LinearGaussianClass).
 
@@ -96,21 +125,25 @@ class LinearStats(Theorem):
         cls = definition.priors
         if not isinstance(cls, LinearGaussianClass):
             return f"needs priors = LinearGaussianClass; got {type(cls).__name__}"
-        return _checked_a(mechanism, cls) or _exposure_reason(mechanism)
+        return refusal(mechanism, cls)
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:
         cls: LinearGaussianClass = definition.priors
         r = np.asarray(mechanism.R) if isinstance(mechanism, LinearGaussian) else None
         if r is None or not np.any(r):
+            empty = emptiness_notes(mechanism, cls.r2)
+            if empty:  # sharpness needs a member
+                return cls.kappa, False, ("upper bound r1 + log r2 (Thm 3)", *empty)
             return cls.kappa, True, ("sharp: attained by Phi = I with min_i D_i/sigma_i^2 = 1/r2",)
         if delta <= 0.0:
             return math.inf, True, ("delta = 0: Gaussian noise is unbounded (no finite kappa)",)
-        why = _checked_a(mechanism, cls) or _exposure_reason(mechanism)
+        why = refusal(mechanism, cls)
         if why is not None:
             raise ValidationError(why)
         # = cls.class_kappa(A, R, delta): A checked and nobody exposed, κ depends on R only
         k = cls.noise_kappa(r, r.shape[0], delta)
         notes = ["upper bound: sup over x_i inside the tail, gamma sup by interval arithmetic"]
+        notes.extend(emptiness_notes(mechanism, cls.r2))
         if cls.max_stat_sd is None:
             notes.append("max_stat_sd unbounded: gamma up to 1, noise cannot beat r1 + log r2")
         return k, False, tuple(notes)

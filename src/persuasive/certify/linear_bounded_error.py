@@ -178,18 +178,25 @@ class LinearBoundedError(Theorem):
         return LinearStats().supports(mechanism, definition)  # A bound, n >= 2, nobody exposed
 
     def kappa_at(self, mechanism: Mechanism, definition: Any, delta: float) -> Bound:
-        from persuasive.certify.linear import _a_r
+        from persuasive.certify.linear import emptiness_notes, refusal
+        from persuasive.mechanisms import LinearGaussian
 
-        a, r = _a_r(mechanism)
-        kappa = definition.priors.class_kappa(a, r if np.any(r) else None, delta)
+        cls = definition.priors
+        why = refusal(mechanism, cls)  # A checked, nobody exposed, class not proven empty
+        if why is not None:
+            raise ValidationError(why)
+        r = np.asarray(mechanism.R) if isinstance(mechanism, LinearGaussian) else np.zeros((1, 1))
+        # = cls.class_kappa(A, R, delta), which depends on A only through that check
+        kappa = cls.noise_kappa(r if np.any(r) else None, r.shape[0], delta)
         notes = [
             "upper bound: the smallest of the bound of docs/linear.md (Thms 3-4), the tail bound "
             "-log(1 - c g) + 2 r0 sqrt(c g) k / (1 - c g) and the pointwise bound "
             "-log(1 - c g) + r0^2, g <= V^2/(V^2 + lambda_min(R)) (docs/linear_bounded.md); "
             "errs towards larger kappa"
         ]
-        if np.any(r) and definition.priors.max_stat_sd is None:
+        if np.any(r) and cls.max_stat_sd is None:
             notes.append("max_stat_sd unbounded: gamma up to 1, noise cannot lower kappa")
+        notes.extend(emptiness_notes(mechanism, cls.r2))
         return kappa, False, tuple(notes)
 
 

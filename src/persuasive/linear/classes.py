@@ -15,7 +15,9 @@ With :math:`\Sigma = \mathrm{diag}(\sigma)\Phi\,\mathrm{diag}(\sigma)`,
 
 For :math:`A = \mathbf 1^\top/n`, :math:`D_i/\sigma_i^2 = 1 - \sigma_i^2/\|\sigma\|^2` and this is
 𝒢^r_x exactly. If some :math:`e_i` lies in A's row space (an exposed individual),
-:math:`D_i \equiv 0` and the class is empty: no certificate is issued.
+:math:`D_i \equiv 0` and the class is empty: no certificate is issued. It is also empty when
+a group of records has :math:`r_2 < N_J/(N_J - d_J)` (``docs/linear.md`` §4,
+:mod:`persuasive.linear.emptiness`), e.g. :math:`r_2 < n_g/(n_g - 1)` for the mean of a group.
 """
 
 from __future__ import annotations
@@ -162,7 +164,8 @@ class LinearGaussianClass(PriorClass):
         R = 0: :math:`r_1 + \log r_2` (sharp). R ≠ 0: the γ-supremum of
         :func:`persuasive.certify.noisy_mean.gaussian_noise_kappa` with
         :math:`\gamma_{\max} = V^2/(V^2 + \lambda_{\min}(R))` (1 without V or with singular R).
-        Raises ValidationError when some individual is exposed by A (empty class).
+        Raises ValidationError when some individual is exposed by A, or when the class is
+        proven empty (:func:`persuasive.linear.emptiness.class_emptiness`).
         """
         a = self._a(A)
         bad = np.flatnonzero(exposed_by(a))
@@ -171,6 +174,11 @@ class LinearGaussianClass(PriorClass):
                 f"A exposes individual(s) {bad.tolist()} (e_i in A's row space): the class is "
                 "empty and no guarantee is certified; withhold or add noise (fixed-prior analysis)"
             )
+        from persuasive.linear.emptiness import class_emptiness, patterns_of_matrix
+
+        empty = class_emptiness(patterns_of_matrix(a), self.r2)
+        if empty.empty:
+            raise ValidationError(f"{empty.reason}; no guarantee is certified")
         return self.noise_kappa(R, a.shape[0], delta)
 
     def noise_kappa(self, R: ArrayLike | None, k: int, delta: float = 0.0) -> float:
