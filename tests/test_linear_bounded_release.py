@@ -22,10 +22,9 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy import stats
-from typer.testing import CliRunner
+from test_release_linear import R1, R2, run
 
 from persuasive.certify.linear_bounded_error import linear_bounded_error_kappa
-from persuasive.cli import app
 from persuasive.errors import ValidationError
 from persuasive.linear import LinearGaussianClass, audit_linear
 from persuasive.linear.advice import linear_noise_advice
@@ -34,14 +33,8 @@ from persuasive.release.linear import release_linear
 from persuasive.report.certificate import digest_of
 from persuasive.report.verify import verify_certificate
 
-runner = CliRunner()
-R1, R2 = 1.0, 4.0
 STATS = [("all", "mean", "true"), ("g1", "mean", "g = 1"), ("g2", "sum", "g = 2")]
 OLD = Path(__file__).parent / "data" / "linear_6713781"
-
-
-def run(*args: Any) -> Any:
-    return runner.invoke(app, [str(a) for a in args])
 
 
 @pytest.fixture(scope="module")
