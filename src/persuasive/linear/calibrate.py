@@ -57,7 +57,8 @@ class NoiseCalibration:
 @dataclass(frozen=True)
 class Withholding:
     """Result of :func:`greedy_withhold`: ``kept`` / ``dropped`` row indices (drop order),
-    ``kappa`` per individual after, ``path`` (max κ before each drop and at the end)."""
+    ``kappa`` per individual after, ``path`` (max κ before each drop, after it, and after
+    each statistic added back)."""
 
     kept: list[int]
     dropped: list[int]
@@ -287,7 +288,15 @@ def greedy_withhold(
     R: ArrayLike | None = None,
     delta: float = 0.0,
 ) -> Withholding:
-    """Drop, one at a time, the statistic whose removal lowers max_i κ_i most, until ≤ target.
+    """Drop, one at a time, the statistic whose removal lowers max_i κ_i most, until ≤ target;
+    then add back every withheld statistic that keeps max_i κ_i ≤ target.
+
+    Ties (e.g. every trial leaving someone exposed, κ = ∞) go to the drop leaving the fewest
+    individuals above the target, then to the lowest index. Guarantee: the kept statistics
+    meet the target (or none is kept), and adding any one withheld statistic back would break
+    it. For an exact release (R = 0) each κ_i only falls when a statistic is removed, so the
+    kept set is then inclusion-maximal: no superset meets the target. It need not be the
+    largest such set (finding that is a search over subsets).
 
     Examples
     --------
@@ -316,21 +325,29 @@ def greedy_withhold(
         sub = r[np.ix_(rows, rows)]
         return analyse(mu, ops, a[rows], sub if np.any(sub) else None).kappa(r1, delta)
 
-    def top(rows: list[int]) -> float:
+    def score(rows: list[int]) -> tuple[float, int]:
+        """(max_i κ_i, how many individuals are above the target)."""
         if pat is not None and rows:
-            return float(_pattern_kappa(pat, rows, r1).max())
-        return float(kap(rows).max())
+            kp = _pattern_kappa(pat, rows, r1)
+            return float(kp.max()), int(pat.count[kp > target].sum())
+        k = kap(rows)
+        return float(k.max()), int(np.count_nonzero(k > target))
 
     kept, dropped = list(range(a.shape[0])), []
     cur = kap(kept)
     path = [float(cur.max())]
     while kept and cur.max() > target:
-        trials = [(top([j for j in kept if j != d]), d) for d in kept]
-        _, d = min(trials)
+        *_, d = min((*score([j for j in kept if j != d]), d) for d in kept)
         kept.remove(d)
         dropped.append(d)
         cur = kap(kept)
         path.append(float(cur.max()))
+    for d in sorted(dropped):  # add back what the greedy order dropped needlessly
+        if score(sorted([*kept, d]))[0] <= target:
+            kept = sorted([*kept, d])
+            dropped.remove(d)
+            cur = kap(kept)
+            path.append(float(cur.max()))
     mech = None
     if kept:
         sub = r[np.ix_(kept, kept)]
