@@ -149,7 +149,7 @@ def test_curve_is_the_certificate_under_the_class(frame) -> None:
     want = [linear_bounded_error_kappa(rel.matrix, R1, R2, max_person_error=1.0, max_stat_sd=1.0,
                                        noise_sd=float(x), delta=0.05) for x in xs]  # fmt: skip
     assert list(ks) == want
-    assert "at most 1 prior sd wrong" in label and ks[-1] < ks[0]
+    assert "at most 1 prior sd off on anyone" in label and ks[-1] < ks[0]
     # the exact statistics with V: from V/100 to 100 V, at delta 0.05, falling below the exact
     exact = release(frame, max_stat_sd=1.0, max_person_error=1.0)
     xs, ks, label = exact.calibration_curve()

@@ -216,15 +216,18 @@ def _curve(rel: LinearRelease, xs: Any) -> tuple[Any, Any, str]:
         # nobody (known from its patterns); a refused one raises here.
         cls.class_kappa(rel.matrix)
     k = rel.matrix.shape[0]
-    label = f"Gaussian noise sd on every statistic (δ = {delta:g}"
-    if bounded:  # a closed form per sd (docs/linear_bounded.md)
+    if bounded:  # a closed form per sd (docs/linear_bounded.md); short enough for the plot
         from persuasive._wording import prior_sds
 
         assert rel.max_person_error is not None
         kap = [cls.noise_kappa(float(g) ** 2, k, delta) for g in grid]
-        label += f"; Receivers at most {prior_sds(rel.max_person_error)} wrong about anyone"
+        label = (
+            f"noise sd per statistic (δ = {delta:g}; Receivers at most "
+            f"{prior_sds(rel.max_person_error)} off on anyone)"
+        )
     else:
         from persuasive.linear.calibrate import ClassCurve  # = cls.noise_kappa, bit for bit
 
         kap = list(ClassCurve(cls, delta).many([float(g) ** 2 for g in grid], k))
-    return grid, np.asarray(kap, dtype=float), label + ")"
+        label = f"Gaussian noise sd on every statistic (δ = {delta:g})"
+    return grid, np.asarray(kap, dtype=float), label
