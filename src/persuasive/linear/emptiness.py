@@ -34,7 +34,7 @@ __all__ = ["Emptiness", "class_emptiness", "patterns_of_matrix"]
 #: Every set of column patterns is tried as a group when there are at most this many patterns.
 SUBSET_MAX_PATTERNS = 10
 #: The search for unequal sds proving non-emptiness runs while m k² is at most this.
-SEARCH_MAX_WORK = 2e7
+SEARCH_MAX_WORK = 2e6
 #: Iterations of that search.
 SEARCH_STEPS = 200
 
@@ -115,24 +115,26 @@ def _groups(
 def _search(
     cols: NDArray[np.float64], count: NDArray[np.int64], ceiling: float
 ) -> tuple[float, NDArray[np.float64]]:
-    """Pattern weights W (total prior variance of each pattern) lowering
-    :math:`\\max_j \\ell_j(W)/n_j` by damped multiplicative steps; the best found (a witness
-    only: the caller checks it)."""
-    w = count.astype(float)
-    best, best_w = np.inf, w
-    target = ceiling
+    r"""Pattern weights W (total prior variance of each pattern) lowering
+    :math:`\max_j \ell_j(W)/n_j` below ``ceiling`` by damped multiplicative steps in the log
+    domain (a column of zeros has leverage 0 whatever its weight and is left alone); the best
+    found (a witness only: the caller checks it)."""
+    live = np.any(cols != 0.0, axis=0)
+    y = np.log(count.astype(float))
+    best, best_w = np.inf, np.exp(y)
     for _ in range(SEARCH_STEPS):
+        w = np.exp(y)
         lev, _ = _leverages(cols, w)
         ratio = lev / count
         top = float(ratio.max())
         if top < best:
-            best, best_w = top, w.copy()
-        if best <= target:
+            best, best_w = top, w
+        if best <= ceiling:
             break
-        step = np.sqrt(np.maximum(target, 1e-300) / np.maximum(ratio, 1e-300))
-        w = w * step
-        w = w / w.max()
-        w = np.maximum(w, 1e-150)
+        with np.errstate(divide="ignore"):
+            step = np.clip(0.5 * np.log(max(ceiling, 1e-300) / ratio), -1.0, 1.0)
+        y = np.where(live, y + step, y)
+        y = np.clip(y - y[live].max(), -600.0, 0.0)
     return best, best_w
 
 
