@@ -29,8 +29,18 @@ def linear_report(release: Any, doc: Mapping[str, Any]) -> ReportContent:
             (
                 "Receivers covered",
                 f"Gaussian priors whose guess of the statistics is at most "
-                f"{fmt(math.sqrt(release.r1))} prior standard deviations off (r1 = "
-                f"{fmt(release.r1)}) and whose correlations are balanced (r2 = {fmt(release.r2)})",
+                f"{_sds(math.sqrt(release.r1))} off (r1 = {fmt(release.r1)}) and whose "
+                f"correlations are balanced (r2 = {fmt(release.r2)})"
+                + (
+                    ""
+                    if release.max_stat_sd is None
+                    else f"; prior sd of each statistic at most {fmt(release.max_stat_sd)}"
+                )
+                + (
+                    ""
+                    if release.max_person_error is None
+                    else f"; at most {_sds(release.max_person_error)} wrong about any one person"
+                ),
             ),
             (
                 "noise",
@@ -65,3 +75,8 @@ def linear_report(release: Any, doc: Mapping[str, Any]) -> ReportContent:
             )
         ],
     )
+
+
+def _sds(x: float) -> str:
+    """``x`` prior standard deviation(s), the noun agreeing with the number."""
+    return f"{fmt(x)} prior standard deviation{'' if fmt(x) == '1' else 's'}"

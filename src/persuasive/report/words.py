@@ -195,10 +195,23 @@ def proof_words(basis: str) -> str:
     'Bon et al. 2026, Proposition 7'
     >>> proof_words("Prop 6 + privacy-loss distribution (tight composition, docs/pld.md)")
     'Prop 6 + privacy-loss distribution (tight composition)'
+    >>> proof_words("Linear statistics, bounded error on every person (persuasive extension "
+    ...             "of Prop 7, Bon et al. 2026, docs/linear_bounded.md)")[-34:]
+    'with bounded error on every person'
 
     """
     if basis.startswith("Prop 7 with noise"):
         return "this library's extension of Bon et al. 2026, Proposition 7, to Gaussian noise"
+    if basis.startswith("Prop 7 with bounded error"):
+        return (
+            "this library's extension of Bon et al. 2026, Proposition 7, to Receivers with "
+            "bounded error on every person"
+        )
+    if basis.startswith("Linear statistics, bounded error"):
+        return (
+            "this library's extension of Bon et al. 2026, Proposition 7, to linear statistics, "
+            "with bounded error on every person"
+        )
     if basis.startswith("Linear statistics"):
         return "this library's extension of Bon et al. 2026, Proposition 7, to linear statistics"
     plain = re.fullmatch(r"Prop (\d+) \(Bon et al\. 2026\)", basis)

@@ -130,7 +130,6 @@ def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> 
     )
     prob = "" if delta == 0 else f", except with probability at most {number(delta)}"
     # proof_words names the linear extension alone; say which of its two theorems it is
-    bounded_proof = ", with bounded error on every person" if "bounded error" in basis else ""
     return (
         f"Publishing {_these(len(p.statistics))} of “{p.value}” {how} protects every individual "
         f"against {who}. Such a Receiver's Dawid–Sebastiani score (a score of a belief's mean "
@@ -139,7 +138,7 @@ def linear_sentence(p: LinearParams, kappa: float, delta: float, basis: str) -> 
         + unit_line(
             kappa, what="that person's true value", density=True, believed="such a Receiver"
         )
-        + f". Proof: {proof_words(basis)}{bounded_proof}."
+        + f". Proof: {proof_words(basis)}."
     )
 
 
