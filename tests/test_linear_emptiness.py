@@ -68,7 +68,7 @@ def test_two_pair_means_refused_at_r2_one_and_a_half() -> None:
     """Issue 14's case: a pair's mean leaves one of the two with D_i/σ_i² ≤ 1/2 < 1/1.5."""
     df = pl.DataFrame({"y": [1.0, 2.0, 3.0, 4.0], "g": [1, 1, 2, 2]})
     stats = [("a", "mean", "g = 1"), ("b", "mean", "g = 2")]
-    with pytest.raises(UnsupportedCombinationError, match="needs r2 >= 2"):
+    with pytest.raises(ValidationError, match="needs r2 >= 2"):
         release_linear(df, value="y", statistics=stats, r1=1.0, r2=1.5)
     a = np.array([[0.5, 0.5, 0, 0], [0, 0, 0.5, 0.5]])
     for bounded in (False, True):
@@ -210,3 +210,32 @@ def test_the_search_decides_just_above_the_proven_bound() -> None:
             sd, x = e.sd[idx], rng.normal(size=idx.size)
             assert LinearGaussianClass(1.0, r2).contains(pp.GaussianPrior(x, sd**2), x=x, A=a)
     assert decided == tried
+
+
+def test_the_release_refuses_an_empty_class_in_one_line(tmp_path) -> None:
+    """Two pair means at r2 = 1.5: the library and the command line refuse in one line naming
+    r2 and the records (exit 2, nothing written), as the mean's release refuses r2 < n/(n-1);
+    at r2 = 2 the class has members and the release certifies."""
+    import polars as pl
+    from typer.testing import CliRunner
+
+    from persuasive.cli import app
+    from persuasive.errors import ValidationError
+    from persuasive.release.linear import release_linear
+
+    df = pl.DataFrame({"g": [1, 1, 2, 2], "y": [1.0, 2.0, 3.0, 4.0]})
+    stats = [("a", "mean", "g = 1"), ("b", "mean", "g = 2")]
+    with pytest.raises(ValidationError) as info:
+        release_linear(df, value="y", statistics=stats, r1=1.0, r2=1.5)
+    text = str(info.value)
+    assert "\n" not in text and text.startswith("r2 = 1.5:") and "r2 >= 2" in text
+    assert release_linear(df, value="y", statistics=stats, r1=1.0, r2=2.0).certificate.holds
+    data = tmp_path / "p.csv"
+    df.write_csv(data)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, [
+        "release", "linear", str(data), "--value", "y", "--stat", "a:mean:g = 1",
+        "--stat", "b:mean:g = 2", "--r1", "1", "--r2", "1.5", "--out", str(out),
+    ])  # fmt: skip
+    assert res.exit_code == 2 and not out.exists(), res.output
+    assert "error: r2 = 1.5:" in res.output

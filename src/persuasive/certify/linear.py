@@ -77,10 +77,21 @@ def _exposure_reason(mechanism: Mechanism) -> str | None:
 def emptiness(mechanism: Mechanism, r2: float) -> Emptiness:
     """:func:`~persuasive.linear.emptiness.class_emptiness` of the mechanism's A: from its
     column patterns when it is given by them (A never formed), else from the dense A's."""
+    cache: dict[float, Emptiness] | None = getattr(mechanism, "_emptiness", None)
+    if cache is not None and r2 in cache:  # asked by supports, kappa_at and the notes
+        return cache[r2]
     pat = mechanism.patterns if isinstance(mechanism, LinearGaussian) else None
     if pat is None:
         pat = patterns_of_matrix(_a_r(mechanism)[0])
-    return class_emptiness(pat, r2)
+    out = class_emptiness(pat, r2)
+    try:
+        if cache is None:
+            cache = {}
+            mechanism._emptiness = cache  # type: ignore[attr-defined]
+        cache[r2] = out
+    except AttributeError:  # a mechanism that takes no attributes: decided again next time
+        pass
+    return out
 
 
 def refusal(mechanism: Mechanism, cls: LinearGaussianClass) -> str | None:

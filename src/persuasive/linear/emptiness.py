@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from persuasive import _tolerances as tol
+from persuasive.errors import ValidationError
 from persuasive.linear.structured import ColumnPatterns, column_patterns
 
 __all__ = ["Emptiness", "class_emptiness", "patterns_of_matrix"]
@@ -212,3 +213,12 @@ def _why(
         f"1 - {d}/{big} under every prior; it needs r2 >= {need:.6g} (got r2 = {r2:g}) "
         "(docs/linear.md, section 4)"
     )
+
+
+def refuse_empty(patterns: ColumnPatterns | None, a: NDArray[np.float64], r2: float) -> None:
+    """A one-line ValidationError naming r2 when the class is proven empty for these
+    statistics (a release then certifies nothing: the guarantee would protect against no
+    Receiver), as the mean's release refuses r2 < n/(n-1)."""
+    e = class_emptiness(patterns_of_matrix(a) if patterns is None else patterns, r2)
+    if e.verdict == EMPTY:
+        raise ValidationError(f"r2 = {r2:g}: {e.reason}; a vacuous guarantee is not certified")

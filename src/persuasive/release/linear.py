@@ -45,6 +45,7 @@ from persuasive import _domains as dm
 from persuasive import _validation as v
 from persuasive.errors import ValidationError
 from persuasive.files.sources import Source
+from persuasive.linear.emptiness import refuse_empty
 from persuasive.linear.exposure import LinearExposure, combination_of, exposures
 from persuasive.linear.structured import ColumnPatterns, patterns_of_masks
 from persuasive.release import display
@@ -333,6 +334,8 @@ def release_linear(
     names = [s.name for s in stats]
     design = Design.of(a)
     exposed = design.exposures(names)
+    if not exposed and not o.withhold:  # before any calibration against the class
+        refuse_empty(design.patterns, design.a, o.r2)
     keep, sd, calibrated = _repair(design, names, exposed, o)
     d = dm.check("delta", (0.0 if sd is None else 0.05) if o.delta is None else o.delta)
     if sd is not None and d <= 0.0 and o.max_person_error is None:
@@ -347,6 +350,7 @@ def release_linear(
     cert = params = None
     out: list[float | None] = [None] * len(kept)
     if not still:
+        refuse_empty(kept_design.patterns, kept_design.a, o.r2)
         params = LinearParams(
             value=value,
             statistics=tuple((s.name, s.kind, s.where) for s in kept),
